@@ -1,0 +1,8 @@
+"""Horovod implementation: `horovodrun -np 4 python -m hvd_impl [options]` (or mpirun, or no launcher)."""
+
+import sys
+
+from hvd_impl.backend import HorovodBackend
+from workload.cli import main
+
+sys.exit(main(HorovodBackend, "python -m hvd_impl", __doc__))

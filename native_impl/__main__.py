@@ -1,0 +1,8 @@
+"""Native DDP implementation: `torchrun --standalone --nproc-per-node 4 -m native_impl [options]`."""
+
+import sys
+
+from native_impl.backend import DDPBackend
+from workload.cli import main
+
+sys.exit(main(DDPBackend, "python -m native_impl", __doc__))

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a new Debian/Ubuntu machine:
+#   Open MPI (Debian packages), a virtual environment in .venv with the pinned torch,
+#   Horovod 0.28.1 built from its source archive with the C++17 patch (cached), and the project.
+# Re-running it is cheap: the Horovod wheel is cached, keyed by torch version and Python ABI.
+#
+# Variables:
+#   TORCH_VERSION   torch to pin (default 2.13.0, the tested one)
+#   TORCH_INDEX     extra pip index for torch (e.g. https://download.pytorch.org/whl/cpu); empty = pip's config
+#   HOROVOD_VERSION Horovod source release to build (default 0.28.1)
+#   HVD_CACHE       wheel cache (default ~/.cache/hvd-compare/wheels)
+#   VENV            virtual environment path (default .venv)
+#   PYTHON          interpreter used to create it (default python3)
+#   HOROVOD_GPU_OPERATIONS=NCCL  build Horovod with NCCL on a CUDA machine
+set -euo pipefail
+
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+HOROVOD_VERSION=${HOROVOD_VERSION:-0.28.1}
+HVD_CACHE=${HVD_CACHE:-$HOME/.cache/hvd-compare/wheels}
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then
+    step "installing Open MPI from Debian packages"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+        openmpi-bin libopenmpi-dev >/dev/null
+fi
+mpirun --version | head -n 1
+
+if [ ! -x "$VENV/bin/python" ]; then
+    step "creating virtual environment $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+py="$VENV/bin/python"
+pip=("$py" -m pip install -q --disable-pip-version-check)
+
+step "installing torch==$TORCH_VERSION"
+torch_args=("torch==$TORCH_VERSION")
+[ -n "${TORCH_INDEX:-}" ] && torch_args+=(--extra-index-url "$TORCH_INDEX")
+"${pip[@]}" "${torch_args[@]}"
+# What Horovod's setup.py imports; it builds without isolation so that it sees this torch.
+"${pip[@]}" setuptools wheel packaging psutil cloudpickle pyyaml cffi
+
+abi=$("$py" -c 'import sys; print(f"cp{sys.version_info.major}{sys.version_info.minor}")')
+torch_full=$("$py" -c 'import torch; print(torch.__version__.replace("+", "_"))')
+gpu_ops=${HOROVOD_GPU_OPERATIONS:-none}
+cache_dir="$HVD_CACHE/horovod-$HOROVOD_VERSION-torch-$torch_full-$abi-gpu-$gpu_ops"
+wheel=$(ls "$cache_dir"/horovod-*.whl 2>/dev/null | head -n 1 || true)
+
+if [ -z "$wheel" ]; then
+    step "building Horovod $HOROVOD_VERSION against torch $torch_full ($abi); about 10 minutes on 2 cores"
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    "$py" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+        "horovod==$HOROVOD_VERSION" -d "$work"
+    tar -xzf "$work"/horovod-"$HOROVOD_VERSION".tar.gz -C "$work"
+    src="$work/horovod-$HOROVOD_VERSION"
+    # torch >= 2.1 headers require C++17 (horovod PR #3998, merged upstream, never released).
+    sed -i 's/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD 17)/' \
+        "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"
+    grep -q 'CMAKE_CXX_STANDARD 17' "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"
+    # gcc >= 13 no longer pulls these in transitively (horovod PR #3957).
+    sed -i '0,/#include <string>/s//#include <stdexcept>\n#include <string>/' "$src/horovod/common/common.h"
+    grep -q '#include <string>' "$src/horovod/common/group_table.h" \
+        || sed -i '0,/#include </s//#include <string>\n#include </' "$src/horovod/common/group_table.h"
+    export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
+        HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
+    [ "$gpu_ops" != none ] && export HOROVOD_GPU_OPERATIONS="$gpu_ops"
+    export MAKEFLAGS="-j$(nproc)"
+    "$py" -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps \
+        -w "$work/dist" "$src" > "$work/build.log" 2>&1 || { tail -n 40 "$work/build.log"; exit 1; }
+    mkdir -p "$cache_dir.tmp"
+    cp "$work"/dist/horovod-*.whl "$cache_dir.tmp/"
+    rm -rf "$cache_dir"; mv "$cache_dir.tmp" "$cache_dir"   # atomic: a cache entry is whole or absent
+    wheel=$(ls "$cache_dir"/horovod-*.whl | head -n 1)
+else
+    step "using cached Horovod wheel $wheel"
+fi
+"${pip[@]}" --no-deps --force-reinstall "$wheel"
+"${pip[@]}" cloudpickle psutil pyyaml packaging cffi
+
+step "installing the project (editable, with test tools)"
+# mpi4py is compiled against the system Open MPI so that it and Horovod share one MPI library.
+"${pip[@]}" --no-binary mpi4py -e ".[dev]"
+
+step "checking the Horovod build"
+"$VENV/bin/horovodrun" --check-build
+echo
+echo "setup done: activate with 'source $VENV/bin/activate'"

@@ -1,0 +1,48 @@
+"""The framework-specific surface: everything the training loop needs from Horovod or from DDP.
+
+`hvd_impl/backend.py` and `native_impl/backend.py` each implement this once. Put the two files side by
+side and every difference between a Horovod job and a DDP job is there; the loop in `trainer.py` is shared.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import torch
+from torch import nn
+
+ReduceOp = Literal["mean", "max", "sum"]
+
+
+class Backend(Protocol):
+    framework: str  # "horovod" | "ddp" | "reference"
+    launcher: str  # how the processes were started, for the run record
+    comm_backend: str  # "mpi" | "gloo" | "nccl" | "none"
+    rank: int
+    size: int
+    local_rank: int
+
+    def data_shards(self) -> tuple[int, list[int]]:
+        """(num_replicas, the sampler ranks whose batches this process trains on)."""
+        ...
+
+    def broadcast_initial_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """Make every rank start from rank 0's parameters (and optimizer state, when there is any)."""
+        ...
+
+    def wrap(self, model: nn.Module, optimizer: torch.optim.Optimizer,
+             ) -> tuple[nn.Module, torch.optim.Optimizer]:
+        """Return the model to call and the optimizer to step, with gradient averaging attached."""
+        ...
+
+    def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
+        """Reduce a metric tensor over ranks; returns a new tensor."""
+        ...
+
+    def barrier(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the framework's own parts (Horovod, MPI, NCCL), for the run record."""
+        ...

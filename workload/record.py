@@ -1,0 +1,67 @@
+"""The run record: run.json and metrics.jsonl (schema in docs/run-record.md)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from workload.files import write_json_atomic
+
+SCHEMA_VERSION = 1
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class RunRecorder:
+    """Rank 0 writes; other ranks hold a recorder that does nothing, so the loop needs no rank checks.
+
+    run.json says "running" until the end; metrics go to metrics.jsonl.part and are renamed to
+    metrics.jsonl only when the run ends well, so an interrupted run never looks complete.
+    """
+
+    def __init__(self, out: Path, enabled: bool):
+        self.out = out
+        self.enabled = enabled
+        self.meta: dict = {}
+        self._metrics: IO[str] | None = None
+        self._started = 0.0
+
+    @property
+    def partial_path(self) -> Path:
+        return self.out / "metrics.jsonl.part"
+
+    def start(self, meta: dict) -> None:
+        self._started = time.monotonic()
+        self.meta = {"schema_version": SCHEMA_VERSION, "status": "running", "error": None, **meta,
+                     "start_time": now_iso(), "end_time": None, "duration_s": None}
+        if not self.enabled:
+            return
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "metrics.jsonl").unlink(missing_ok=True)  # a stale complete file must not survive
+        write_json_atomic(self.out / "run.json", self.meta)
+        self._metrics = self.partial_path.open("w")
+
+    def log(self, entry: dict) -> None:
+        if self._metrics is not None:
+            self._metrics.write(json.dumps(entry) + "\n")
+
+    def flush(self) -> None:
+        if self._metrics is not None:
+            self._metrics.flush()
+
+    def finish(self, status: str, error: str | None = None, **extra: object) -> None:
+        self.meta.update(status=status, error=error, end_time=now_iso(),
+                         duration_s=round(time.monotonic() - self._started, 3), **extra)
+        if not self.enabled:
+            return
+        if self._metrics is not None:
+            self._metrics.close()
+            self._metrics = None
+        if status == "ok":
+            self.partial_path.replace(self.out / "metrics.jsonl")
+        write_json_atomic(self.out / "run.json", self.meta)

@@ -1,0 +1,73 @@
+"""One process, no framework, trained on the global batches that N workers would see together.
+
+This is the baseline PyTorch's own DDP tests use: a distributed run that averages gradients over N ranks
+must follow the same trajectory as one process on the concatenated batches. Run it as
+`python -m workload.reference --emulate-world-size N [options]`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from workload.backend import ReduceOp
+from workload.cli import run_training, say_error
+from workload.options import Options, UsageError, build_parser, parse_options
+
+PROG = "python -m workload.reference"
+
+
+class ReferenceBackend:
+    framework = "reference"
+    launcher = "none"
+    comm_backend = "none"
+    rank = 0
+    size = 1
+    local_rank = 0
+
+    def __init__(self, emulate_world_size: int):
+        self.emulate_world_size = emulate_world_size
+
+    def data_shards(self) -> tuple[int, list[int]]:
+        return self.emulate_world_size, list(range(self.emulate_world_size))
+
+    def broadcast_initial_state(self, model, optimizer) -> None:
+        pass
+
+    def wrap(self, model, optimizer):
+        return model, optimizer
+
+    def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
+        return tensor.clone()
+
+    def barrier(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def versions(self) -> dict[str, str]:
+        return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser(PROG, __doc__.splitlines()[0])
+    parser.add_argument("--emulate-world-size", type=int, default=1,
+                        help="train on the global batches of this many workers")
+    try:
+        options, ns = parse_options(argv, PROG, "", parser=parser)
+        if ns.emulate_world_size <= 0:
+            raise UsageError(f"--emulate-world-size must be a positive integer, got {ns.emulate_world_size}")
+    except UsageError as exc:
+        say_error(PROG, str(exc))
+        return 2
+
+    def start(_options: Options) -> ReferenceBackend:
+        return ReferenceBackend(ns.emulate_world_size)
+
+    return run_training(options, start, PROG)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
