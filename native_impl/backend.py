@@ -75,6 +75,9 @@ class DDPBackend:
         dist.barrier()
 
     def shutdown(self) -> None:
+        # Leave together: a rank that tears gloo down while another still flushes its last collective
+        # can abort at exit ("terminate called without an active exception").
+        dist.barrier()
         dist.destroy_process_group()
 
     def versions(self) -> dict[str, str | None]:

@@ -6,6 +6,7 @@ exit status 1, the traceback going to OUT/error-rank-R.txt rather than the termi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -34,20 +35,18 @@ def say_error(prog: str, message: str, rank: int | None = None) -> None:
 
 def run_training(options: Options, start_backend: Callable[[Options], Backend], prog: str) -> int:
     """Start the framework, train every seed, shut down. Returns the exit status."""
-    rank = launcher_rank()
     try:
         check_writable(options.out)
         backend = start_backend(options)
     except UsageError as exc:
-        if rank == 0:
-            say_error(prog, str(exc))
+        say_error(prog, str(exc), launcher_rank())
         return 2
     try:
         train(options, backend)
-        return 0
-    except UsageError as exc:
+    except UsageError as exc:  # found in the data, the same on every rank: said once
         if backend.rank == 0:
             say_error(prog, str(exc))
+        _shutdown_after_failure(backend)
         return 2
     except Exception as exc:
         trace = Path(options.out) / f"error-rank-{backend.rank}.txt"
@@ -57,8 +56,15 @@ def run_training(options: Options, start_backend: Callable[[Options], Backend], 
         except OSError:
             where = ""
         say_error(prog, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}", backend.rank)
+        _shutdown_after_failure(backend)
         return 1
-    finally:
+    backend.shutdown()
+    return 0
+
+
+def _shutdown_after_failure(backend: Backend) -> None:
+    # The other ranks may be gone: their absence must not turn one clear error into a second traceback.
+    with contextlib.suppress(Exception):
         backend.shutdown()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,9 @@ class Options:
     log_every: int = 10
     dataset_size: int | None = None
     text_dir: Path | None = None
+    fail_at_step: int | None = None
+    fail_rank: int = 0
+    fail_mode: str = "exit"
 
     def resolved_lr(self) -> float:
         return self.lr if self.lr is not None else WORKLOADS[self.workload].default_lr
@@ -70,11 +74,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=prog,
-        description=description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    parser = _Parser(prog=prog, description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True) -> None:
+    """The shared options, added to any parser (the implementations' and the comparison's, which has an
+    --out of its own)."""
     work = parser.add_argument_group("workload")
     work.add_argument("--workload", default="mlp", help=f"what to train: {describe_workloads()}")
     work.add_argument("--epochs", type=int, default=1, help="passes over the training set")
@@ -107,10 +114,15 @@ def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
                      help="cpu uses gloo (DDP) / MPI or Gloo (Horovod); cuda uses NCCL on both")
     run.add_argument("--threads", type=int, default=1,
                      help="torch threads per worker, set the same for both frameworks")
-    run.add_argument("--out", type=Path, default=Path("runs/latest"), help="run directory to write")
+    if run_directory:
+        run.add_argument("--out", type=Path, default=Path("runs/latest"), help="run directory to write")
     run.add_argument("--log-every", type=int, default=10,
                      help="gather per-step metrics from all ranks every N steps (one collective per N steps)")
-    return parser
+    fault = parser.add_argument_group("fault injection (for tests and demonstrations; once per job)")
+    fault.add_argument("--fail-at-step", type=int, default=None, help="inject a fault after this optimizer step")
+    fault.add_argument("--fail-rank", type=int, default=0, help="the rank that fails")
+    fault.add_argument("--fail-mode", choices=["exit", "kill", "hang"], default="exit",
+                       help="exit: exit status 13; kill: SIGKILL itself; hang: SIGSTOP itself (stops answering)")
 
 
 def describe_workloads() -> str:
@@ -121,7 +133,13 @@ def parse_options(argv: list[str] | None, prog: str, description: str,
                   parser: argparse.ArgumentParser | None = None) -> tuple[Options, argparse.Namespace]:
     parser = parser or build_parser(prog, description)
     ns = parser.parse_args(argv)
-    options = Options(
+    options = options_from_namespace(ns)
+    validate(options)
+    return options, ns
+
+
+def options_from_namespace(ns: argparse.Namespace) -> Options:
+    return Options(
         workload=ns.workload,
         epochs=ns.epochs,
         steps=ns.steps,
@@ -136,13 +154,33 @@ def parse_options(argv: list[str] | None, prog: str, description: str,
         data_seed=ns.data_seed,
         device=ns.device,
         threads=ns.threads,
-        out=ns.out,
+        out=getattr(ns, "out", Path("runs/latest")),
         log_every=ns.log_every,
         dataset_size=ns.dataset_size,
         text_dir=ns.text_dir,
+        fail_at_step=ns.fail_at_step,
+        fail_rank=ns.fail_rank,
+        fail_mode=ns.fail_mode,
     )
-    validate(options)
-    return options, ns
+
+
+def to_argv(options: Options, *, out: Path, seeds: tuple[int, ...]) -> list[str]:
+    """The command-line arguments that make an implementation run exactly these options."""
+    argv = ["--workload", options.workload, "--epochs", str(options.epochs), "--batch-size", str(options.batch_size),
+            "--lr", repr(options.resolved_lr()), "--lr-scaling", options.lr_scaling,
+            "--warmup-steps", str(options.warmup_steps), "--optimizer", options.optimizer,
+            "--momentum", repr(options.momentum), "--weight-decay", repr(options.weight_decay),
+            "--seeds", ",".join(map(str, seeds)), "--device", options.device, "--threads", str(options.threads),
+            "--log-every", str(options.log_every), "--out", str(out)]
+    if options.fail_at_step is not None:
+        argv += ["--fail-rank", str(options.fail_rank), "--fail-mode", options.fail_mode]
+    optional = {"--steps": options.steps, "--data-seed": options.data_seed,
+                "--dataset-size": options.dataset_size, "--text-dir": options.text_dir,
+                "--fail-at-step": options.fail_at_step}
+    for flag, value in optional.items():
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv
 
 
 def validate(options: Options) -> None:
@@ -157,6 +195,8 @@ def validate(options: Options) -> None:
     }
     if options.steps is not None:
         positive["--steps"] = options.steps
+    if options.fail_at_step is not None:
+        positive["--fail-at-step"] = options.fail_at_step
     if options.dataset_size is not None:
         positive["--dataset-size"] = options.dataset_size
     for flag, value in positive.items():
@@ -164,6 +204,8 @@ def validate(options: Options) -> None:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
     if options.lr is not None and not options.lr > 0:
         raise UsageError(f"--lr must be positive, got {options.lr}")
+    if options.fail_rank < 0:
+        raise UsageError(f"--fail-rank must be zero or positive, got {options.fail_rank}")
     if options.warmup_steps < 0:
         raise UsageError(f"--warmup-steps must be zero or positive, got {options.warmup_steps}")
     if not 0 <= options.momentum < 1:
@@ -183,8 +225,7 @@ def check_writable(out: Path) -> None:
     """Fail before training, not after, when the run directory cannot be written."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-probe"
-        probe.write_text("")
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-probe-"):  # unique: ranks probe at once
+            pass
     except OSError as exc:
         raise UsageError(f"--out {out} is not writable: {exc.strerror or exc}") from None

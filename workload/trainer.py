@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +19,7 @@ from workload import environment
 from workload.backend import Backend
 from workload.options import Options, UsageError
 from workload.record import RunRecorder
-from workload.workloads import WORKLOADS, Datasets, loss_and_correct
+from workload.workloads import WORKLOADS, loss_and_correct
 
 # Per-step values gathered from every rank: the loss is averaged, the times take the slowest rank.
 TIME_KEYS = ("step_time_s", "data_s", "forward_s", "backward_s", "optimizer_s")
@@ -56,12 +59,36 @@ def make_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int, world_size:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def check_fits(options: Options, data: Datasets, num_replicas: int) -> None:
-    per_worker = len(data.train) // num_replicas
-    if per_worker < options.batch_size:
+def inject_fault(options: Options, rank: int, step: int) -> None:
+    """Fail as asked, once per job: a marker in --out keeps a restarted job from failing again."""
+    if options.fail_at_step != step or options.fail_rank != rank:
+        return
+    marker = options.out / f".fault-injected-rank-{rank}"
+    if marker.exists():
+        return
+    marker.write_text(f"{options.fail_mode} at step {step}\n")
+    print(f"injecting fault: {options.fail_mode} on rank {rank} after step {step}", file=sys.stderr, flush=True)
+    if options.fail_mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif options.fail_mode == "hang":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    else:
+        os._exit(13)  # no clean-up, no goodbye to the other ranks: as a crash would
+
+
+def steps_per_epoch(options: Options, train_samples: int, num_replicas: int) -> int:
+    """As DistributedSampler(drop_last=True) and DataLoader(drop_last=True) count them."""
+    return train_samples // num_replicas // options.batch_size
+
+
+def planned_steps(options: Options, train_samples: int, num_replicas: int) -> int:
+    per_epoch = steps_per_epoch(options, train_samples, num_replicas)
+    if per_epoch == 0:
         raise UsageError(
-            f"workload {options.workload!r} has {len(data.train)} training samples: {num_replicas} workers "
+            f"workload {options.workload!r} has {train_samples} training samples: {num_replicas} workers "
             f"x batch {options.batch_size} leaves no full batch per worker")
+    total = options.epochs * per_epoch
+    return min(total, options.steps) if options.steps is not None else total
 
 
 @dataclass
@@ -111,7 +138,7 @@ class Trainer:
         spec = WORKLOADS[options.workload]
         self.data = spec.make_data(options.dataset_size, options.text_dir)
         num_replicas, data_ranks = backend.data_shards()
-        check_fits(options, self.data, num_replicas)
+        self.total_steps = planned_steps(options, len(self.data.train), num_replicas)
         self.data_world_size = num_replicas
 
         model = spec.make_model(self.data).to(self.device)
@@ -131,9 +158,6 @@ class Trainer:
         self.loaders = [DataLoader(self.data.train, batch_size=options.batch_size, sampler=s, drop_last=True)
                         for s in self.samplers]
         self.steps_per_epoch = len(self.loaders[0])
-        self.total_steps = options.epochs * self.steps_per_epoch
-        if options.steps is not None:
-            self.total_steps = min(self.total_steps, options.steps)
 
     def record_meta(self) -> dict:
         options, backend = self.options, self.backend
@@ -200,6 +224,7 @@ class Trainer:
                                      "samples": step * self.options.batch_size * self.data_world_size})
             if step % self.options.log_every == 0 or step == self.total_steps:
                 self._write(buffer.drain(self.backend))
+            inject_fault(self.options, self.backend.rank, step)
         self._write(buffer.drain(self.backend))
         return step
 

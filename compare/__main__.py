@@ -1,0 +1,119 @@
+"""python -m compare: run Horovod and DDP under identical conditions and report parity and speed.
+
+  run     launch both implementations with their real launchers, then analyse and report
+  check   parity of two existing run records (runs made elsewhere: a cluster, a container)
+  report  rebuild the report from run records already on disk
+
+Exit status: 0 parity holds (or cannot be decided), 1 parity fails, 2 usage or input error, 3 a run failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compare.records import RecordError
+from workload.options import UsageError
+
+EXIT_OK, EXIT_PARITY_FAILS, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
+
+
+class CompareUsageError(Exception):
+    """Bad input: one line on stderr and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise CompareUsageError(message)
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _frameworks(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in ("horovod", "ddp")]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"frameworks are horovod and ddp, got {text!r}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from workload.options import add_arguments
+    parser = _Parser(prog="python -m compare", description=__doc__.split("\n\n")[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+
+    run = commands.add_parser("run", help="launch both frameworks and report", formatter_class=defaults,
+                              description="Launch each framework at each world size with its real launcher "
+                                          "(horovodrun, torchrun), every seed in one launch, then analyse.")
+    suite = run.add_argument_group("comparison")
+    suite.add_argument("--np", type=_int_list, default=(1, 2), help="world sizes, e.g. 1,2,4")
+    suite.add_argument("--frameworks", type=_frameworks, default=("horovod", "ddp"), help="horovod, ddp or both")
+    suite.add_argument("--horovod-controller", choices=["mpi", "gloo"], default="mpi",
+                       help="horovodrun --mpi or --gloo")
+    suite.add_argument("--reference", choices=["auto", "on", "off"], default="auto",
+                       help="also train one process on the same global batches (auto: on for mlp and digits)")
+    suite.add_argument("--timeout", type=float, default=600, help="seconds allowed for each launch")
+    suite.add_argument("--out", type=Path, default=Path("results/latest"),
+                       help="where the run records (OUT/runs/) and the report go")
+    _analysis_arguments(run)
+    add_arguments(run, run_directory=False)  # the workload options, passed on to every launch
+
+    check = commands.add_parser("check", help="parity of two existing run records", formatter_class=defaults)
+    check.add_argument("dir_a", type=Path, help="a run directory (or a directory of seed-S run directories)")
+    check.add_argument("dir_b", type=Path)
+    _analysis_arguments(check)
+
+    report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=defaults)
+    report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
+    _analysis_arguments(report)
+    return parser
+
+
+def _analysis_arguments(parser: argparse.ArgumentParser) -> None:
+    from compare.parity import MARGIN_SD, STEP_K, STEP_RTOL
+
+    group = parser.add_argument_group("analysis")
+    group.add_argument("--warmup", type=int, default=5, help="steps excluded from timing")
+    group.add_argument("--k", type=int, default=STEP_K, help="steps compared step by step")
+    group.add_argument("--rtol", type=float, default=STEP_RTOL, help="step-wise relative tolerance")
+    group.add_argument("--margin-sd", type=float, default=MARGIN_SD,
+                       help="equivalence margin in seed-to-seed standard deviations")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        ns = build_parser().parse_args(argv)
+        if ns.warmup < 0 or ns.k <= 0 or ns.rtol <= 0 or ns.margin_sd <= 0:
+            raise CompareUsageError("--warmup must be >= 0, and --k, --rtol and --margin-sd positive")
+        if ns.command == "run":
+            from compare.suite import run_suite
+
+            return run_suite(ns)
+        if ns.command == "check":
+            from compare.suite import check_dirs
+
+            return check_dirs(ns)
+        from compare.suite import rebuild_report
+
+        return rebuild_report(ns)
+    except (CompareUsageError, UsageError, RecordError) as exc:
+        print(f"python -m compare: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("python -m compare: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""The report's figures. Each function writes one PNG atomically and returns its path (None: no data).
+
+Figures are built on matplotlib's Agg canvas directly, without pyplot, so that nothing depends on a
+display or on pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from compare.analysis import FRAMEWORKS, Group, display, group_runs
+from compare.records import RunRecord
+from compare.timing import measured
+from workload.files import write_atomic
+
+STYLE = {
+    "horovod": {"color": "tab:blue", "linestyle": "-"},
+    "ddp": {"color": "tab:orange", "linestyle": "--"},
+    "reference": {"color": "tab:gray", "linestyle": ":"},
+}
+COMPARISON_COLORS = {
+    "horovod_vs_ddp": "tab:purple",
+    "horovod_vs_reference": "tab:blue",
+    "ddp_vs_reference": "tab:orange",
+}
+# Log axes cannot show an exact 0 (bit-identical losses); draw it at this floor instead.
+REL_DIFF_FLOOR = 1e-12
+DPI = 110
+
+
+def new_figure(n_panels: int, *, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width * n_panels, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, n_panels, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write to a temporary file next to path, then rename: a reader never sees a half-written PNG."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    write_atomic(path, buffer.getvalue())
+    return path
+
+
+def mean_band(curves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, min and max over seeds, cut to the shortest curve."""
+    n = min(len(c) for c in curves)
+    stacked = np.vstack([c[:n] for c in curves])
+    return stacked.mean(axis=0), stacked.min(axis=0), stacked.max(axis=0)
+
+
+def by_world_size(groups: dict[tuple[str, int], Group]) -> dict[int, dict[str, Group]]:
+    levels: dict[int, dict[str, Group]] = {}
+    for (framework, world_size), group in sorted(groups.items(), key=lambda item: item[0][1]):
+        if framework in FRAMEWORKS:
+            levels.setdefault(world_size, {})[framework] = group
+    return levels
+
+
+def plot_loss_curves(groups: dict[tuple[str, int], Group], path: Path) -> Path | None:
+    """Training loss per step, one panel per world size: mean over seeds with the min-max band."""
+    levels = {
+        ws: frameworks
+        for ws, frameworks in by_world_size(groups).items()
+        if any(run.steps for group in frameworks.values() for run in group.values())
+    }
+    if not levels:
+        return None
+    fig, axes = new_figure(len(levels))
+    for ax, (world_size, frameworks) in zip(axes, levels.items(), strict=True):
+        for framework in FRAMEWORKS:
+            curves = [r.losses for r in frameworks.get(framework, {}).values() if r.steps]
+            if not curves:
+                continue
+            mean, low, high = mean_band(curves)
+            steps = np.arange(1, len(mean) + 1)
+            style = STYLE[framework]
+            ax.plot(steps, mean, label=f"{display(framework)} ({len(curves)} seeds)", **style)
+            ax.fill_between(steps, low, high, color=style["color"], alpha=0.15, linewidth=0)
+        ax.set_title(f"Training loss, np {world_size}")
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss (mean over seeds, band: min-max)")
+        ax.legend()
+    return save_figure(fig, path)
+
+
+def plot_rel_diffs(analysis: dict, path: Path) -> Path | None:
+    """Per-step relative loss difference of each compared pair and seed, against the tolerance."""
+    levels = [level for level in analysis["levels"] if level["comparisons"]]
+    if not levels:
+        return None
+    fig, axes = new_figure(len(levels))
+    for ax, level in zip(axes, levels, strict=True):
+        for name, comparison in level["comparisons"].items():
+            label = f"{display(comparison['a'])} vs {display(comparison['b'])}"
+            for i, seed_result in enumerate(comparison["stepwise"]["per_seed"]):
+                # None stands for a non-finite difference in the JSON data: leave a gap.
+                diffs = np.array([np.nan if d is None else d for d in seed_result["rel_diffs"]], dtype=float)
+                if not diffs.size:
+                    continue
+                ax.plot(
+                    np.arange(1, diffs.size + 1), np.maximum(diffs, REL_DIFF_FLOOR),
+                    color=COMPARISON_COLORS.get(name, "black"), alpha=0.7, linewidth=1,
+                    label=label if i == 0 else None,
+                )
+        settings = analysis["settings"]
+        ax.axhline(settings["rtol"], color="red", linestyle="--", label=f"rtol {settings['rtol']:g}")
+        ax.axvline(settings["k"], color="black", linestyle=":", label=f"last compared step ({settings['k']})")
+        ax.set_yscale("log")
+        ax.set_title(f"Relative loss difference per step, np {level['world_size']}")
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"|a-b| / max(|a|,|b|)  (0 drawn at {REL_DIFF_FLOOR:g})")
+        ax.legend(fontsize="small")
+    return save_figure(fig, path)
+
+
+def plot_step_times(groups: dict[tuple[str, int], Group], warmup: int, path: Path) -> Path | None:
+    """Distribution of measured step times per framework and world size (after warmup)."""
+    data, labels, colors = [], [], []
+    for world_size, frameworks in by_world_size(groups).items():
+        for framework in FRAMEWORKS:
+            runs = frameworks.get(framework, {}).values()
+            times = np.concatenate([measured(r.step_times, warmup) for r in runs]) if runs else np.empty(0)
+            if times.size:
+                data.append(times * 1e3)
+                labels.append(f"{display(framework)}\nnp {world_size}")
+                colors.append(STYLE[framework]["color"])
+    if not data:
+        return None
+    fig, (ax,) = new_figure(1, width=max(5.0, 1.1 * len(data)))
+    boxes = ax.boxplot(data, patch_artist=True, flierprops={"markersize": 2}, medianprops={"color": "black"})
+    for patch, color in zip(boxes["boxes"], colors, strict=True):
+        patch.set_facecolor(color)
+        patch.set_alpha(0.5)
+    ax.set_xticks(range(1, len(labels) + 1), labels)
+    ax.set_title(f"Step time after {warmup} warm-up steps (all seeds)")
+    ax.set_ylabel("step time (ms, slowest rank)")
+    return save_figure(fig, path)
+
+
+def plot_scaling(analysis: dict, path: Path) -> Path | None:
+    """Throughput and scaling efficiency against world size, per framework."""
+    series: dict[str, list[tuple[int, float | None, float | None]]] = {}
+    for level in analysis["levels"]:
+        for framework, entry in level["timing"].items():
+            if framework in ("horovod", "ddp") and entry["throughput"]:
+                series.setdefault(framework, []).append(
+                    (level["world_size"], entry["throughput"], entry["scaling_efficiency"])
+                )
+    if not series:
+        return None
+    fig, (ax_thr, ax_eff) = new_figure(2)
+    for framework, points in series.items():
+        sizes = [p[0] for p in points]
+        style = {**STYLE[framework], "marker": "o", "label": display(framework)}
+        ax_thr.plot(sizes, [p[1] for p in points], **style)
+        eff = [(p[0], p[2]) for p in points if p[2] is not None]
+        if eff:
+            ax_eff.plot([p[0] for p in eff], [p[1] for p in eff], **style)
+    ax_eff.axhline(1.0, color="black", linewidth=0.8, label="ideal")
+    for ax in (ax_thr, ax_eff):
+        ax.set_xlabel("world size (processes)")
+        ax.set_xticks(sorted({p[0] for points in series.values() for p in points}))
+        ax.legend()
+    ax_thr.set_title("Throughput")
+    ax_thr.set_ylabel("samples / s (global batch / median step time)")
+    ax_eff.set_title("Scaling efficiency vs the same framework at np 1")
+    ax_eff.set_ylabel("throughput_n / (n x throughput_1)")
+    ax_eff.set_ylim(bottom=0)
+    return save_figure(fig, path)
+
+
+def write_plots(runs: list[RunRecord], analysis: dict, out_dir: Path | str) -> list[Path]:
+    """Every figure that has data, as PNGs in out_dir."""
+    out_dir = Path(out_dir)
+    groups, _ = group_runs(runs)
+    warmup = analysis["settings"]["warmup"]
+    written = [
+        plot_loss_curves(groups, out_dir / "loss_curves.png"),
+        plot_rel_diffs(analysis, out_dir / "rel_diff.png"),
+        plot_step_times(groups, warmup, out_dir / "step_times.png"),
+        plot_scaling(analysis, out_dir / "scaling.png"),
+    ]
+    return [p for p in written if p is not None]

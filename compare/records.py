@@ -1,0 +1,208 @@
+"""Reading run records (docs/run-record.md): one run directory = run.json + metrics.jsonl.
+
+Every problem with a record is a `RecordError` whose message is one line naming the file (and the line
+for metrics.jsonl), so that a command line tool can print it as is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+REQUIRED_META_KEYS = ("framework", "world_size", "seed", "status")
+REQUIRED_STEP_KEYS = ("step", "loss", "step_time_s")
+FINAL_LOSS_STEPS = 5
+
+
+class RecordError(ValueError):
+    """A run record that cannot be read; the message is one line naming the file (and line)."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    path: Path
+    meta: dict
+    steps: list[dict]
+    evals: list[dict]
+    # False when the metrics came from metrics.jsonl.part (or none exist): the run did not end well.
+    complete: bool = True
+
+    @property
+    def framework(self) -> str:
+        return str(self.meta["framework"])
+
+    @property
+    def world_size(self) -> int:
+        return int(self.meta["world_size"])
+
+    @property
+    def data_world_size(self) -> int:
+        """The world size whose global batch this run trains on (a reference run emulates one)."""
+        return int(self.meta.get("data_world_size") or self.world_size)
+
+    @property
+    def seed(self) -> int:
+        return int(self.meta["seed"])
+
+    @property
+    def status(self) -> str:
+        """run.json's status, except that "ok" without a finished metrics.jsonl reads "incomplete"."""
+        status = str(self.meta["status"])
+        return "incomplete" if status == "ok" and not self.complete else status
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def error(self) -> str | None:
+        if self.meta.get("error"):
+            return str(self.meta["error"])
+        if self.status == "incomplete":
+            return "run.json says ok but metrics.jsonl is missing (the run did not finish)"
+        if not self.ok:
+            return f"status {self.status}"
+        return None
+
+    @property
+    def losses(self) -> np.ndarray:
+        return np.array([s["loss"] for s in self.steps], dtype=np.float64)
+
+    @property
+    def step_times(self) -> np.ndarray:
+        return np.array([s["step_time_s"] for s in self.steps], dtype=np.float64)
+
+    @property
+    def global_batch(self) -> int | None:
+        value = self.meta.get("samples_per_step")
+        return int(value) if value is not None else None
+
+    @property
+    def final_loss(self) -> float | None:
+        """Mean training loss of the last (up to) 5 steps.
+
+        One step's loss depends on which batch it saw; averaging a few steps gives a less noisy end
+        point to compare across seeds and frameworks.
+        """
+        if not self.steps:
+            return None
+        return float(np.mean(self.losses[-FINAL_LOSS_STEPS:]))
+
+    @property
+    def final_eval(self) -> dict | None:
+        return self.evals[-1] if self.evals else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.framework} np{self.world_size} seed {self.seed}"
+
+
+def _read_meta(path: Path) -> dict:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"{path}: cannot read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(meta, dict):
+        raise RecordError(f"{path}: not a JSON object")
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"{path}: unsupported schema_version {version} (this tool reads {SCHEMA_VERSION})")
+    missing = [key for key in REQUIRED_META_KEYS if key not in meta]
+    if missing:
+        raise RecordError(f"{path}: missing key(s) {', '.join(missing)}")
+    return meta
+
+
+def _read_metrics(path: Path, *, partial: bool) -> tuple[list[dict], list[dict]]:
+    """Step and eval lines in file order.
+
+    In a .part file the writer may have been killed mid-line, so an unterminated last line is
+    dropped there; anywhere else a line that is not a JSON object is an error.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"{path}: cannot read ({exc})") from None
+    lines = text.split("\n")
+    steps: list[dict] = []
+    evals: list[dict] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        is_unterminated_last = number == len(lines)  # split leaves "" after a final newline
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            if partial and is_unterminated_last:
+                break
+            what = "truncated line" if is_unterminated_last else "not valid JSON"
+            raise RecordError(f"{path}:{number}: {what}") from None
+        if not isinstance(entry, dict):
+            raise RecordError(f"{path}:{number}: not a JSON object")
+        kind = entry.get("kind")
+        if kind == "step":
+            missing = [key for key in REQUIRED_STEP_KEYS if key not in entry]
+            if missing:
+                raise RecordError(f"{path}:{number}: step line lacks {', '.join(missing)}")
+            steps.append(entry)
+        elif kind == "eval":
+            evals.append(entry)
+        elif kind is None:
+            raise RecordError(f"{path}:{number}: line has no 'kind'")
+        # Other kinds come from later schema additions; readers skip them.
+    return steps, evals
+
+
+def load_run(run_dir: Path | str) -> RunRecord:
+    """Read one run directory: run.json, then metrics.jsonl (or metrics.jsonl.part if unfinished)."""
+    run_dir = Path(run_dir)
+    meta = _read_meta(run_dir / "run.json")
+    final, part = run_dir / "metrics.jsonl", run_dir / "metrics.jsonl.part"
+    if final.exists():
+        steps, evals = _read_metrics(final, partial=False)
+        complete = True
+    elif part.exists():
+        steps, evals = _read_metrics(part, partial=True)
+        complete = False
+    else:
+        steps, evals, complete = [], [], False
+    return RunRecord(path=run_dir, meta=meta, steps=steps, evals=evals, complete=complete)
+
+
+def find_runs(root: Path | str) -> list[RunRecord]:
+    """Every run directory under root (root included), sorted by path."""
+    root = Path(root)
+    if not root.is_dir():
+        raise RecordError(f"{root}: no such directory")
+    dirs = sorted({p.parent for p in root.rglob("run.json") if p.is_file()})
+    return [load_run(d) for d in dirs]
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with numpy scalars/arrays, paths and tuples made plain, and NaN/inf turned into None.
+
+    Strict JSON has no NaN or Infinity; None says "no finite value" in every JSON reader.
+    """
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value

@@ -1,0 +1,424 @@
+"""report.json, report.md and a self-contained report.html from the analysis, plus a terminal table.
+
+The report is built once as a list of blocks (headings, paragraphs, tables, images, code) and rendered
+to Markdown and to HTML, so the two always say the same thing.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from compare.analysis import display
+from compare.plots import write_plots
+from compare.records import RunRecord, jsonable
+from workload.files import write_atomic
+
+REPORT_SCHEMA_VERSION = 1
+DASH = "—"
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str  # may hold **bold** and `code`
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Image:
+    alt: str
+    file: str  # relative to the report's directory
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+
+
+Block = Heading | Para | Table | Image | Code | Bullets
+
+
+# ---- number formatting ----------------------------------------------------------------------------------
+
+
+def num(value: float | None, spec: str = ".3g") -> str:
+    return DASH if value is None else format(value, spec)
+
+
+def ms(seconds: float | None) -> str:
+    return DASH if seconds is None else f"{seconds * 1e3:.2f}"
+
+
+def verdict_word(passed: bool | None) -> str:
+    return {True: "pass", False: "FAIL", None: "undecided"}[passed]
+
+
+# ---- content --------------------------------------------------------------------------------------------
+
+SUMMARY_HEADERS = [
+    "framework", "np", "median step ms", "p90 ms", "samples/s", "scaling eff.",
+    "step-wise max rel diff vs other framework", "vs reference",
+]
+
+
+def summary_cells(row: dict) -> list[str]:
+    return [
+        display(row["framework"]),
+        str(row["world_size"]),
+        num(row["median_step_ms"], ".2f"),
+        num(row["p90_step_ms"], ".2f"),
+        num(row["samples_per_s"], ".1f"),
+        num(row["scaling_efficiency"], ".2f"),
+        num(row["max_rel_diff_vs_other"], ".2e"),
+        num(row["max_rel_diff_vs_reference"], ".2e"),
+    ]
+
+
+def summary_table(analysis: dict) -> str:
+    """The summary as a plain-text aligned table, for a terminal."""
+    rows = [SUMMARY_HEADERS] + [summary_cells(r) for r in analysis["summary"]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(SUMMARY_HEADERS))]
+
+    def line(cells: list[str]) -> str:
+        # Names left-aligned, numbers right-aligned.
+        first = cells[0].ljust(widths[0])
+        rest = [cell.rjust(w) for cell, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    lines = [line(row) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def verdict_blocks(analysis: dict) -> list[Block]:
+    verdict = analysis["verdict"]
+    return [
+        Heading(1, f"Horovod vs DDP: parity {verdict['parity']}"),
+        Para(f"**Parity {verdict['parity']}.** {verdict['parity_evidence']}"),
+        Para(f"**Speed:** {verdict['speed']}."),
+    ]
+
+
+def verdict_cell(passed: bool | None, reason: str | None) -> str:
+    return verdict_word(passed) + (f": {reason}" if reason else "")
+
+
+def stepwise_table(comparison: dict) -> Table:
+    headers = ["seed", "steps compared", "max rel diff", "first divergence step", "rel diff there",
+               "abs diff there", "max rel diff, all steps", "verdict"]
+    rows = []
+    for p in comparison["stepwise"]["per_seed"]:
+        worst = num(p["max_rel_diff"], ".2e")
+        if p["max_at_step"] is not None:
+            worst += f" (step {p['max_at_step']})"
+        rows.append([
+            str(p["seed"]),
+            str(p["k"]),
+            worst,
+            num(p["first_divergence_step"], "d"),
+            num(p["first_divergence_gap"], ".2e"),
+            num(p["abs_gap_at_first_divergence"], ".2e"),
+            num(p["max_rel_diff_all"], ".2e"),
+            verdict_cell(p["passed"], p.get("reason")),
+        ])
+    return Table(headers, rows)
+
+
+def statistical_table(comparison: dict) -> Table:
+    a, b = display(comparison["a"]), display(comparison["b"])
+    headers = ["end point", "seeds", f"mean {a}", f"mean {b}", "seed sd (pooled)", "mean diff",
+               f"|mean diff| {comparison_confidence(comparison)} bounds", "margin", "Welch p", "verdict"]
+    rows = []
+    for name, r in comparison["statistical"].items():
+        rows.append([
+            name,
+            str(r["n_seeds"]),
+            num(r["mean_a"], ".5g"),
+            num(r["mean_b"], ".5g"),
+            num(r["pooled_sd"], ".3g"),
+            num(r["mean_diff"], ".2e"),
+            f"{num(r['diff_lower_bound'], '.2e')} to {num(r['diff_upper_bound'], '.2e')}",
+            num(r["margin"], ".2e"),
+            num(r["welch_p"], ".3f"),
+            verdict_cell(r["passed"], r["reason"]),
+        ])
+    return Table(headers, rows)
+
+
+def comparison_confidence(comparison: dict) -> str:
+    confidences = {r["confidence"] for r in comparison["statistical"].values()}
+    return f"{confidences.pop():.0%}" if len(confidences) == 1 else ""
+
+
+def parity_blocks(analysis: dict) -> list[Block]:
+    tol = analysis["tolerance"]
+    blocks: list[Block] = [
+        Heading(2, "Parity"),
+        Para(
+            f"Step-wise tolerance: rtol {tol['stepwise_rtol']:g} on the relative loss difference over the "
+            f"first {tol['stepwise_k']} steps. Statistical margin: {tol['margin_sd']:g} seed-to-seed sd at "
+            f"{tol['confidence']:.0%} confidence."
+        ),
+        Para(f"Why: {tol['justification']}"),
+    ]
+    for level in analysis["levels"]:
+        if not level["comparisons"]:
+            continue
+        blocks.append(Heading(3, f"np {level['world_size']}"))
+        for comparison in level["comparisons"].values():
+            title = f"{display(comparison['a'])} vs {display(comparison['b'])}"
+            blocks.append(Para(f"**{title}: {comparison['verdict']}.** {comparison['evidence']}"))
+            blocks.append(stepwise_table(comparison))
+            if comparison["statistical"]:
+                blocks.append(statistical_table(comparison))
+            if comparison["likely_causes"]:
+                blocks.append(Para("Likely causes:"))
+                blocks.append(Bullets(comparison["likely_causes"]))
+    return blocks
+
+
+def timing_blocks(analysis: dict) -> list[Block]:
+    warmup = analysis["settings"]["warmup"]
+    blocks: list[Block] = [
+        Heading(2, "Timing"),
+        Para(
+            f"Step times are the slowest rank's, after {warmup} warm-up steps, pooled over seeds. "
+            "`optimizer` includes Horovod's wait for outstanding allreduces; DDP overlaps its allreduce "
+            "with `backward`. Speed ratios: ratio of median step times with a percentile-bootstrap interval."
+        ),
+    ]
+    for level in analysis["levels"]:
+        blocks.append(Heading(3, f"np {level['world_size']}"))
+        if level["speed"]:
+            blocks.append(Para(f"**{level['speed']['sentence']}.**"))
+        rows, phases = [], []
+        for framework, t in level["timing"].items():
+            step = t["step"]
+            spread = DASH if step["sd"] is None else f"{ms(step['mean'])} ± {ms(step['sd'])}"
+            rows.append([
+                display(framework), ",".join(map(str, t["seeds"])), str(step["n"]), ms(step["median"]),
+                ms(step["p90"]), spread, num(t["global_batch"], "d"), num(t["throughput"], ".1f"),
+                num(t["scaling_efficiency"], ".2f"),
+            ])
+            b = t["breakdown"]
+            keys = ("data_s", "forward_s", "backward_s", "optimizer_s", "unaccounted_s", "step_time_s")
+            phases.append([display(framework), *(ms(b.get(k)) for k in keys)])
+        blocks.append(Table(["framework", "seeds", "steps measured", "median ms", "p90 ms", "mean ± sd ms",
+                             "global batch", "samples/s", "scaling eff."], rows))
+        blocks.append(Para("Mean time per step by phase (ms):"))
+        blocks.append(Table(["framework", "data", "forward", "backward", "optimizer", "unaccounted", "step"],
+                            phases))
+    return blocks
+
+
+PLOT_TITLES = {
+    "loss_curves.png": "Training loss curves",
+    "rel_diff.png": "Per-step relative loss difference",
+    "step_times.png": "Step-time distributions",
+    "scaling.png": "Throughput and scaling efficiency",
+}
+
+
+def plot_blocks(plots: list[Path]) -> list[Block]:
+    if not plots:
+        return []
+    blocks: list[Block] = [Heading(2, "Plots")]
+    for path in plots:
+        blocks.append(Image(PLOT_TITLES.get(path.name, path.stem), path.name))
+    return blocks
+
+
+def failure_blocks(analysis: dict) -> list[Block]:
+    failures = analysis["failures"]
+    if not failures:
+        return []
+    blocks: list[Block] = [
+        Heading(2, "Failures"),
+        Para(f"{len(failures)} run(s) did not end well and are left out of the verdicts."),
+    ]
+    for f in failures:
+        blocks.append(Para(
+            f"**{display(f['framework'])} np {f['world_size']} seed {f['seed']}** ({f['status']}, "
+            f"{f.get('steps_recorded', 0)} steps recorded): {f['error']} — `{f['path']}`"
+        ))
+        if f.get("log_tail"):
+            blocks.append(Code(str(f["log_tail"]).rstrip()))
+    return blocks
+
+
+def environment_blocks(environment: dict, commands: list[str]) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Environment")]
+    versions = environment.get("versions") or {}
+    if versions:
+        blocks.append(Table(["component", "version"], [[k, str(v)] for k, v in versions.items()]))
+    host = environment.get("host") or {}
+    if host:
+        blocks.append(Table(["host", "value"], [[k, str(v)] for k, v in host.items()]))
+    rest = {k: v for k, v in environment.items() if k not in ("versions", "host")}
+    if rest:
+        blocks.append(Bullets([f"{k}: `{json.dumps(v) if isinstance(v, (dict, list)) else v}`"
+                               for k, v in rest.items()]))
+    if commands:
+        blocks.append(Para("Commands:"))
+        blocks.append(Code("\n".join(commands)))
+    return blocks
+
+
+def report_blocks(analysis: dict, plots: list[Path], environment: dict, commands: list[str]) -> list[Block]:
+    blocks = verdict_blocks(analysis)
+    blocks += [Heading(2, "Summary"), Table(SUMMARY_HEADERS, [summary_cells(r) for r in analysis["summary"]])]
+    if analysis["notes"]:
+        blocks += [Para("Notes:"), Bullets(analysis["notes"])]
+    blocks += parity_blocks(analysis)
+    blocks += timing_blocks(analysis)
+    blocks += plot_blocks(plots)
+    blocks += failure_blocks(analysis)
+    blocks += environment_blocks(environment, commands)
+    return blocks
+
+
+def environment_from_runs(runs: list[RunRecord]) -> dict:
+    """Versions, host, threads and tuning variables as the first run that ended well recorded them."""
+    source = next((r for r in runs if r.ok), runs[0] if runs else None)
+    if source is None:
+        return {}
+    meta = source.meta
+    return {
+        "versions": meta.get("versions") or {},
+        "host": meta.get("host") or {},
+        "threads": meta.get("threads"),
+        "env": meta.get("env") or {},
+    }
+
+
+# ---- rendering ------------------------------------------------------------------------------------------
+
+
+def md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    out: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            out.append(f"{'#' * block.level} {block.text}")
+        elif isinstance(block, Para):
+            out.append(block.text)
+        elif isinstance(block, Table):
+            out.append("| " + " | ".join(md_cell(h) for h in block.headers) + " |")
+            out.append("|" + "---|" * len(block.headers))
+            out.extend("| " + " | ".join(md_cell(c) for c in row) + " |" for row in block.rows)
+        elif isinstance(block, Image):
+            out.append(f"![{block.alt}]({block.file})")
+        elif isinstance(block, Code):
+            out.append(f"```\n{block.text}\n```")
+        elif isinstance(block, Bullets):
+            out.extend(f"- {item}" for item in block.items)
+        out.append("")
+    return "\n".join(out)
+
+
+def inline_html(text: str) -> str:
+    escaped = html.escape(text)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
+
+
+CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th { background: #f2f2f2; }
+td:first-child, th:first-child { text-align: left; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+"""
+
+
+def render_html(blocks: list[Block], image_dir: Path) -> str:
+    """A self-contained page: images are embedded as base64 data URIs."""
+    title = next((b.text for b in blocks if isinstance(b, Heading)), "Report")
+    body: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            body.append(f"<h{block.level}>{inline_html(block.text)}</h{block.level}>")
+        elif isinstance(block, Para):
+            body.append(f"<p>{inline_html(block.text)}</p>")
+        elif isinstance(block, Table):
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
+            rows = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows
+            )
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif isinstance(block, Image):
+            data = base64.b64encode((image_dir / block.file).read_bytes()).decode("ascii")
+            body.append(f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">')
+        elif isinstance(block, Code):
+            body.append(f"<pre>{html.escape(block.text)}</pre>")
+        elif isinstance(block, Bullets):
+            body.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in block.items) + "</ul>")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def write_report(
+    out_dir: Path | str,
+    runs: list[RunRecord],
+    analysis: dict,
+    *,
+    commands: list[str] | None = None,
+    environment: dict | None = None,
+) -> dict[str, Path]:
+    """Write the plots, report.json, report.md and report.html into out_dir; return their paths.
+
+    environment defaults to what the runs recorded (versions, host, threads, tuning variables).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    commands = list(commands or [])
+    environment = environment if environment is not None else environment_from_runs(runs)
+    plots = write_plots(runs, analysis, out_dir)
+    document = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "analysis": analysis,
+        "environment": environment,
+        "commands": commands,
+        "plots": [p.name for p in plots],
+    }
+    blocks = report_blocks(analysis, plots, environment, commands)
+    report_json = json.dumps(jsonable(document), indent=2, allow_nan=False) + "\n"
+    written = {
+        name: out_dir / f"report.{name}" for name in ("json", "md", "html")
+    }
+    write_atomic(written["json"], report_json)
+    write_atomic(written["md"], render_markdown(blocks))
+    write_atomic(written["html"], render_html(blocks, out_dir))
+    written.update({p.stem: p for p in plots})
+    return written

@@ -1,0 +1,115 @@
+"""Step-time statistics, throughput, scaling efficiency and a bootstrap speed ratio."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+
+import numpy as np
+from scipy import stats
+
+from compare.records import RunRecord
+
+PHASE_KEYS = ("data_s", "forward_s", "backward_s", "optimizer_s")
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def measured(step_times: np.ndarray, warmup: int) -> np.ndarray:
+    """Step times after the first `warmup` steps (allocator warm-up, lazy init, first allreduce setup)."""
+    return np.asarray(step_times, dtype=np.float64)[max(warmup, 0) :]
+
+
+def step_stats(step_times: np.ndarray, warmup: int) -> dict:
+    """n, median, p90, mean and sd (ddof=1) of the step times after warmup; None where undefined."""
+    times = measured(step_times, warmup)
+    n = int(times.size)
+    if n == 0:
+        return {"n": 0, "median": None, "p90": None, "mean": None, "sd": None}
+    return {
+        "n": n,
+        "median": float(np.median(times)),
+        "p90": float(np.percentile(times, 90)),
+        "mean": float(np.mean(times)),
+        "sd": float(np.std(times, ddof=1)) if n > 1 else None,
+    }
+
+
+def pooled_times(records: Iterable[RunRecord], warmup: int) -> np.ndarray:
+    """Measured step times of several runs (seeds) in one array."""
+    parts = [measured(r.step_times, warmup) for r in records]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def throughput(global_batch: int | None, median_step_s: float | None) -> float | None:
+    """Training samples per second of the whole job."""
+    if not global_batch or not median_step_s:
+        return None
+    return global_batch / median_step_s
+
+
+def scaling_efficiency(throughput_n: float | None, throughput_1: float | None, n: int) -> float | None:
+    """throughput at n workers / (n x throughput at 1): 1.0 is perfect (weak) scaling."""
+    if not throughput_n or not throughput_1 or n < 1:
+        return None
+    return throughput_n / (n * throughput_1)
+
+
+def _median_ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+
+def _rng_keyword() -> str:
+    # scipy >= 1.15 calls it rng; older releases only know random_state.
+    return "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+
+
+def speed_ratio(a_times: np.ndarray, b_times: np.ndarray, confidence: float = 0.95, seed: int = 0) -> dict:
+    """median(a) / median(b) with a percentile-bootstrap confidence interval.
+
+    step_time_ratio > 1 means a is slower; it is also how many times faster b is (speedup_of_b).
+    The two samples are resampled independently; the fixed seed makes the interval reproducible.
+    """
+    a = np.asarray(a_times, dtype=np.float64)
+    b = np.asarray(b_times, dtype=np.float64)
+    result = {
+        "step_time_ratio": None, "speedup_of_b": None, "ci_low": None, "ci_high": None,
+        "confidence": confidence, "method": "percentile bootstrap of the ratio of medians",
+        "n_a": int(a.size), "n_b": int(b.size),
+        "median_a": float(np.median(a)) if a.size else None,
+        "median_b": float(np.median(b)) if b.size else None,
+    }
+    if not a.size or not b.size or not result["median_b"]:
+        result["reason"] = "no step times on one side"
+        return result
+    ratio = float(_median_ratio(a, b))
+    result.update(step_time_ratio=ratio, speedup_of_b=ratio)
+    if a.size < 2 or b.size < 2:
+        result["reason"] = "too few step times for a confidence interval"
+        return result
+    boot = stats.bootstrap(
+        (a, b),
+        _median_ratio,
+        vectorized=True,
+        paired=False,
+        confidence_level=confidence,
+        method="percentile",
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        batch=200,  # bounds memory: each batch holds 200 resamples of both samples
+        **{_rng_keyword(): np.random.default_rng(seed)},
+    )
+    result.update(ci_low=float(boot.confidence_interval.low), ci_high=float(boot.confidence_interval.high))
+    return result
+
+
+def breakdown(records: Iterable[RunRecord], warmup: int) -> dict:
+    """Mean seconds per step of each phase after warmup, and the part of step_time_s they leave out."""
+    steps = [s for r in records for s in r.steps[max(warmup, 0) :]]
+    means = {}
+    for key in (*PHASE_KEYS, "step_time_s"):
+        values = [float(s[key]) for s in steps if s.get(key) is not None]
+        if values:
+            means[key] = float(np.mean(values))
+    if "step_time_s" in means:
+        phases = sum(means[k] for k in PHASE_KEYS if k in means)
+        means["unaccounted_s"] = means["step_time_s"] - phases
+    return means
