@@ -48,9 +48,8 @@ def test_divergence_is_caught(tmp_path, three_ways, change):
     assert result.first_divergence_step is not None
 
 
-def test_other_data_shard_is_caught(tmp_path, three_ways):
-    # The same global batch size split over 4 emulated workers puts other samples together in each step.
-    job = [*JOB, "--batch-size", "8"]
-    ok(reference(4, *job, "--out", str(tmp_path)))
+def test_wrong_data_shard_is_caught(tmp_path, three_ways):
+    # Both workers reading rank 0's shard: what a DistributedSampler built without the rank does.
+    ok(reference(2, *JOB, "--emulate-ranks", "0,0", "--out", str(tmp_path)))
     result = stepwise(three_ways["ref"], read_losses(tmp_path), k=20, rtol=RTOL)
     assert not result.passed

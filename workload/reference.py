@@ -26,11 +26,12 @@ class ReferenceBackend:
     size = 1
     local_rank = 0
 
-    def __init__(self, emulate_world_size: int):
+    def __init__(self, emulate_world_size: int, ranks: list[int] | None = None):
         self.emulate_world_size = emulate_world_size
+        self.ranks = ranks if ranks is not None else list(range(emulate_world_size))
 
     def data_shards(self) -> tuple[int, list[int]]:
-        return self.emulate_world_size, list(range(self.emulate_world_size))
+        return self.emulate_world_size, self.ranks
 
     def broadcast_initial_state(self, model, optimizer) -> None:
         pass
@@ -55,16 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(PROG, __doc__.splitlines()[0])
     parser.add_argument("--emulate-world-size", type=int, default=1,
                         help="train on the global batches of this many workers")
+    parser.add_argument("--emulate-ranks", type=lambda text: [int(r) for r in text.split(",")], default=None,
+                        help="whose shards make the global batch (default: every rank's once); "
+                             "e.g. 0,0 shows what a sampler that ignores the rank does")
     try:
         options, ns = parse_options(argv, PROG, "", parser=parser)
         if ns.emulate_world_size <= 0:
             raise UsageError(f"--emulate-world-size must be a positive integer, got {ns.emulate_world_size}")
+        ranks = ns.emulate_ranks
+        if ranks is not None and (len(ranks) != ns.emulate_world_size
+                                  or not all(0 <= r < ns.emulate_world_size for r in ranks)):
+            raise UsageError(f"--emulate-ranks needs {ns.emulate_world_size} ranks below {ns.emulate_world_size}")
     except UsageError as exc:
         say_error(PROG, str(exc))
         return 2
 
     def start(_options: Options) -> ReferenceBackend:
-        return ReferenceBackend(ns.emulate_world_size)
+        return ReferenceBackend(ns.emulate_world_size, ns.emulate_ranks)
 
     return run_training(options, start, PROG)
 
