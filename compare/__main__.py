@@ -61,13 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--frameworks", type=_frameworks, default=("horovod", "ddp"), help="horovod, ddp or both")
     suite.add_argument("--horovod-controller", choices=["mpi", "gloo"], default="mpi",
                        help="horovodrun --mpi or --gloo")
+    suite.add_argument("--launcher", choices=["cli", "spawn"], default="cli",
+                       help="cli: horovodrun and torchrun; spawn: horovod.run and torch.multiprocessing.spawn")
     suite.add_argument("--reference", choices=["auto", "on", "off"], default="auto",
                        help="also train one process on the same global batches (auto: on for mlp and digits)")
     suite.add_argument("--timeout", type=float, default=600, help="seconds allowed for each launch")
     suite.add_argument("--out", type=Path, default=Path("results/latest"),
                        help="where the run records (OUT/runs/) and the report go")
     _analysis_arguments(run)
-    add_arguments(run, run_directory=False)  # the workload options, passed on to every launch
+    add_arguments(run, run_directory=False, launch=False)  # the workload options, passed on to every launch
 
     check = commands.add_parser("check", help="parity of two existing run records", formatter_class=defaults)
     check.add_argument("dir_a", type=Path, help="a run directory (or a directory of seed-S run directories)")

@@ -153,9 +153,13 @@ def short_evidence(step_result: dict, end_points: dict, verdict: str) -> str:
     """The evidence for a verdict in a phrase: what failed or is undecided, or a compact 'all agree'."""
     if verdict == "holds":
         parts = [stepwise_evidence(step_result)]
-        if end_points:
-            margin_sd = next(iter(end_points.values()))["margin_sd"]
-            parts.append(f"{', '.join(end_points)} equivalent within {margin_sd:g} sd")
+        equivalent = [name for name, r in end_points.items() if r["passed"]]
+        if equivalent:
+            margin_sd = end_points[equivalent[0]]["margin_sd"]
+            parts.append(f"{', '.join(equivalent)} equivalent within {margin_sd:g} sd")
+        untested = [r["reason"] for r in end_points.values() if r["passed"] is None]
+        if untested:
+            parts.append(f"statistical level not tested ({untested[0]})")
         return "; ".join(parts)
     parts = [] if step_result["passed"] else [stepwise_evidence(step_result)]
     parts += [end_point_evidence(name, r) for name, r in end_points.items() if not r["passed"]]
@@ -163,7 +167,9 @@ def short_evidence(step_result: dict, end_points: dict, verdict: str) -> str:
 
 
 def comparison_verdict(step_result: dict, end_points: dict) -> str:
-    passes = [step_result["passed"], *(r["passed"] for r in end_points.values())]
+    # With one seed there is no spread to test against: the step-wise level decides alone.
+    decided = [r for r in end_points.values() if r["passed"] is not None or r.get("n_seeds", 0) >= 2]
+    passes = [step_result["passed"], *(r["passed"] for r in decided)]
     if False in passes:
         return "fails"
     if None in passes:

@@ -74,12 +74,19 @@ def executable(name: str) -> str:
 
 
 def build_launch(framework: str, world_size: int, options: Options, run_root: Path, *,
-                 horovod_controller: str = "mpi") -> Launch:
+                 horovod_controller: str = "mpi", launcher: str = "cli") -> Launch:
+    """launcher "cli" uses horovodrun / torchrun; "spawn" starts the workers from Python
+    (horovod.run / torch.multiprocessing.spawn)."""
     argv = to_argv(options, out=run_root, seeds=options.seeds)
     threads = str(options.threads)
     # torchrun sets OMP_NUM_THREADS=1 and horovodrun sets nothing: give both the same thread count.
     env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
-    if framework == "horovod":
+    if framework in ("horovod", "ddp") and launcher == "spawn":
+        module = "hvd_impl" if framework == "horovod" else "native_impl"
+        command = [sys.executable, "-m", module, "--spawn", str(world_size), *argv]
+        if framework == "horovod":
+            command[5:5] = ["--spawn-controller", horovod_controller]
+    elif framework == "horovod":
         command = [executable("horovodrun"), "-np", str(world_size), f"--{horovod_controller}",
                    "--network-interfaces", "lo", "-H", f"localhost:{world_size}",
                    sys.executable, "-m", "hvd_impl", *argv]

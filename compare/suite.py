@@ -41,7 +41,7 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
         for framework in ns.frameworks:
             launches.append(build_launch(framework, world_size, options,
                                          ns.out / "runs" / f"{framework}-np{world_size}",
-                                         horovod_controller=ns.horovod_controller))
+                                         horovod_controller=ns.horovod_controller, launcher=ns.launcher))
         if reference and world_size > 1:
             launches.append(build_launch("reference", world_size, options,
                                          ns.out / "runs" / f"reference-np{world_size}"))

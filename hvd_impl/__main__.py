@@ -3,6 +3,7 @@
 import sys
 
 from hvd_impl.backend import HorovodBackend
+from hvd_impl.spawn import train
 from workload.cli import main
 
-sys.exit(main(HorovodBackend, "python -m hvd_impl", __doc__))
+sys.exit(main(HorovodBackend, "python -m hvd_impl", __doc__, spawn=train))

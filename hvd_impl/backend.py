@@ -21,6 +21,8 @@ _OPS = {"mean": hvd.Average, "max": hvd.Max, "sum": hvd.Sum}
 
 
 def _launcher() -> str:
+    if "WORKLOAD_LAUNCHER" in os.environ:  # started from Python (spawn.py)
+        return os.environ["WORKLOAD_LAUNCHER"]
     if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo sets it
         return "horovodrun"
     if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:

@@ -3,6 +3,7 @@
 import sys
 
 from native_impl.backend import DDPBackend
+from native_impl.spawn import train
 from workload.cli import main
 
-sys.exit(main(DDPBackend, "python -m native_impl", __doc__))
+sys.exit(main(DDPBackend, "python -m native_impl", __doc__, spawn=train))

@@ -20,20 +20,22 @@ from workload.options import Options
 _OPS = {"mean": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "sum": dist.ReduceOp.SUM}
 
 
-def _free_loopback_port() -> int:
+def free_loopback_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
 def _launcher() -> str:
+    if "WORKLOAD_LAUNCHER" in os.environ:  # started from Python (spawn.py)
+        return os.environ["WORKLOAD_LAUNCHER"]
     if "TORCHELASTIC_RUN_ID" in os.environ:
         return "torchrun"
     if "RANK" in os.environ:
         return "env"
     # No launcher: one worker, on a process group of one that listens on loopback only.
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(_free_loopback_port()))
+                      MASTER_PORT=str(free_loopback_port()))
     return "none"
 
 

@@ -293,11 +293,11 @@ def test_analysis_of_divergent_runs_fails_and_explains(tmp_path):
     assert any("lr 0.05 vs 0.1" in c for c in comparison["likely_causes"])
 
 
-def test_one_seed_is_undecided(tmp_path):
+def test_one_seed_is_decided_step_wise_alone(tmp_path):
     write_pair(tmp_path, 2, range(1), evals=False)
     analysis = analyse(find_runs(tmp_path))
-    assert analysis["verdict"]["parity"] == "undecided"
-    assert "needs at least 2 seeds; got 1" in analysis["verdict"]["parity_evidence"]
+    assert analysis["verdict"]["parity"] == "holds"
+    assert "statistical level not tested (needs at least 2 seeds; got 1)" in analysis["verdict"]["parity_evidence"]
 
 
 def test_failed_run_is_listed_and_excluded(tmp_path):

@@ -6,7 +6,6 @@ exit status 1, the traceback going to OUT/error-rank-R.txt rather than the termi
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import traceback
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from workload.backend import Backend
 from workload.options import Options, UsageError, check_writable, parse_options
-from workload.trainer import train
+from workload.trainer import run_with_backend
 
 # Rank as the launchers announce it, known before any framework starts (to print an error once).
 _RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
@@ -35,45 +34,58 @@ def say_error(prog: str, message: str, rank: int | None = None) -> None:
 
 def run_training(options: Options, start_backend: Callable[[Options], Backend], prog: str) -> int:
     """Start the framework, train every seed, shut down. Returns the exit status."""
+    rank = launcher_rank()
     try:
         check_writable(options.out)
-        backend = start_backend(options)
     except UsageError as exc:
-        say_error(prog, str(exc), launcher_rank())
+        say_error(prog, str(exc), rank)
         return 2
     try:
-        train(options, backend)
-    except UsageError as exc:  # found in the data, the same on every rank: said once
-        if backend.rank == 0:
+        run_with_backend(options, start_backend)
+    except UsageError as exc:  # from the options and the data: the same on every rank, said once
+        if rank == 0:
             say_error(prog, str(exc))
-        _shutdown_after_failure(backend)
         return 2
     except Exception as exc:
-        trace = Path(options.out) / f"error-rank-{backend.rank}.txt"
-        try:
-            trace.write_text(traceback.format_exc())
-            where = f" (traceback in {trace})"
-        except OSError:
-            where = ""
-        say_error(prog, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}", backend.rank)
-        _shutdown_after_failure(backend)
+        say_error(prog, f"{one_line(exc)}{_save_traceback(options.out, rank)}", rank)
         return 1
-    backend.shutdown()
     return 0
 
 
-def _shutdown_after_failure(backend: Backend) -> None:
-    # The other ranks may be gone: their absence must not turn one clear error into a second traceback.
-    with contextlib.suppress(Exception):
-        backend.shutdown()
+def one_line(exc: BaseException) -> str:
+    """The exception as one line: its first line, and its last when they differ (launchers put the
+    failing process there)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def _save_traceback(out: Path, rank: int) -> str:
+    trace = Path(out) / f"error-rank-{rank}.txt"
+    try:
+        trace.write_text(traceback.format_exc())
+    except OSError:
+        return ""
+    return f" (traceback in {trace})"
 
 
 def main(start_backend: Callable[[Options], Backend], prog: str, description: str,
-         argv: list[str] | None = None) -> int:
+         argv: list[str] | None = None, spawn: Callable[[Options, int, str], object] | None = None) -> int:
     try:
-        options, _ = parse_options(argv, prog, description)
+        options, ns = parse_options(argv, prog, description)
     except UsageError as exc:
         if launcher_rank() == 0:
             say_error(prog, str(exc))
         return 2
-    return run_training(options, start_backend, prog)
+    if ns.spawn is None or spawn is None:
+        return run_training(options, start_backend, prog)
+    try:
+        check_writable(options.out)
+        spawn(options, ns.spawn, ns.spawn_controller)
+    except UsageError as exc:
+        say_error(prog, str(exc))
+        return 2
+    except Exception as exc:  # a spawned worker failed: the launcher ended the group and says which one
+        say_error(prog, f"{one_line(exc)}{_save_traceback(options.out, 0)}")
+        return 1
+    return 0

@@ -79,9 +79,9 @@ def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True) -> None:
+def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True, launch: bool = True) -> None:
     """The shared options, added to any parser (the implementations' and the comparison's, which has an
-    --out of its own)."""
+    --out and launch options of its own)."""
     work = parser.add_argument_group("workload")
     work.add_argument("--workload", default="mlp", help=f"what to train: {describe_workloads()}")
     work.add_argument("--epochs", type=int, default=1, help="passes over the training set")
@@ -118,11 +118,22 @@ def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True
         run.add_argument("--out", type=Path, default=Path("runs/latest"), help="run directory to write")
     run.add_argument("--log-every", type=int, default=10,
                      help="gather per-step metrics from all ranks every N steps (one collective per N steps)")
+    if launch:
+        _add_spawn_arguments(parser)
     fault = parser.add_argument_group("fault injection (for tests and demonstrations; once per job)")
     fault.add_argument("--fail-at-step", type=int, default=None, help="inject a fault after this optimizer step")
     fault.add_argument("--fail-rank", type=int, default=0, help="the rank that fails")
     fault.add_argument("--fail-mode", choices=["exit", "kill", "hang"], default="exit",
                        help="exit: exit status 13; kill: SIGKILL itself; hang: SIGSTOP itself (stops answering)")
+
+
+def _add_spawn_arguments(parser: argparse.ArgumentParser) -> None:
+    spawn = parser.add_argument_group("launch from Python (no launcher command)")
+    spawn.add_argument("--spawn", type=int, default=None, metavar="N",
+                       help="start N workers from this process: torch.multiprocessing.spawn (DDP) "
+                            "or horovod.run (Horovod)")
+    spawn.add_argument("--spawn-controller", choices=["gloo", "mpi"], default="gloo",
+                       help="Horovod only: the controller horovod.run uses")
 
 
 def describe_workloads() -> str:
@@ -135,6 +146,8 @@ def parse_options(argv: list[str] | None, prog: str, description: str,
     ns = parser.parse_args(argv)
     options = options_from_namespace(ns)
     validate(options)
+    if getattr(ns, "spawn", None) is not None and ns.spawn <= 0:
+        raise UsageError(f"--spawn must be a positive integer, got {ns.spawn}")
     return options, ns
 
 

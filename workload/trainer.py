@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -272,3 +274,17 @@ def train(options: Options, backend: Backend) -> list[Path]:
     """Train once per seed in this one launch; returns the run directories."""
     torch.set_num_threads(options.threads)
     return [Trainer(options, backend, seed).train() for seed in options.seeds]
+
+
+def run_with_backend(options: Options, start_backend: Callable[[Options], Backend]) -> list[Path]:
+    """Start the framework, train every seed, shut the framework down."""
+    backend = start_backend(options)
+    try:
+        run_dirs = train(options, backend)
+    except BaseException:
+        # The other ranks may be gone: their absence must not hide this error behind a second one.
+        with contextlib.suppress(Exception):
+            backend.shutdown()
+        raise
+    backend.shutdown()
+    return run_dirs
