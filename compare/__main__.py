@@ -3,6 +3,7 @@
   run     launch both implementations with their real launchers, then analyse and report
   check   parity of two existing run records (runs made elsewhere: a cluster, a container)
   report  rebuild the report from run records already on disk
+  matrix  every training feature, in its idiomatic form on each side, compared at np 2
 
 Exit status: 0 parity holds (or cannot be decided), 1 parity fails, 2 usage or input error, 3 a run failed.
 """
@@ -76,6 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("dir_b", type=Path)
     _analysis_arguments(check)
 
+    matrix = commands.add_parser("matrix", help="every feature on both sides at np 2", formatter_class=defaults,
+                                 description="Run each training feature in its idiomatic form on both frameworks "
+                                             "(np 2, mlp) and write matrix.json and matrix.md.")
+    matrix.add_argument("--out", type=Path, default=Path("results/matrix"), help="where records and the table go")
+    matrix.add_argument("--steps", type=int, default=30, help="optimizer steps per run")
+    matrix.add_argument("--seed", type=int, default=0)
+    matrix.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
+    matrix.add_argument("--only", type=lambda text: [w.strip() for w in text.split(",")], default=None,
+                        help="run only the features whose names contain one of these words, e.g. resume,ZeRO")
+    _analysis_arguments(matrix)
+
     report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=defaults)
     report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
     _analysis_arguments(report)
@@ -102,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
             from compare.suite import run_suite
 
             return run_suite(ns)
+        if ns.command == "matrix":
+            from compare.matrix import run_matrix
+
+            if ns.steps < 4:
+                raise CompareUsageError("--steps must be at least 4 (the resume row stops half-way)")
+            return run_matrix(ns)
         if ns.command == "check":
             from compare.suite import check_dirs
 

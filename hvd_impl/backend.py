@@ -5,7 +5,9 @@ Compare with native_impl/backend.py: the same methods, written the way each fram
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 
 import horovod
 import horovod.torch as hvd
@@ -15,7 +17,7 @@ from torch import nn
 
 from workload.backend import ReduceOp
 from workload.environment import mpi_library_version
-from workload.options import Options
+from workload.options import Options, UsageError
 
 _OPS = {"mean": hvd.Average, "max": hvd.Max, "sum": hvd.Sum}
 
@@ -48,6 +50,18 @@ class HorovodBackend:
     framework = "horovod"
 
     def __init__(self, options: Options):
+        for flag, given in (("--zero", options.zero), ("--powersgd-rank", options.powersgd_rank is not None)):
+            if given:
+                raise UsageError(f"{flag} has no Horovod equivalent (it is a DDP feature)")
+        self.options = options
+        # Horovod reads its tuning from the environment when it starts.
+        if options.fusion_threshold_mb is not None:
+            os.environ["HOROVOD_FUSION_THRESHOLD"] = str(int(options.fusion_threshold_mb * 2**20))
+        if options.cycle_time_ms is not None:
+            os.environ["HOROVOD_CYCLE_TIME"] = str(options.cycle_time_ms)
+        if options.profile:
+            options.out.mkdir(parents=True, exist_ok=True)
+            os.environ["HOROVOD_TIMELINE"] = str(options.out / "horovod-timeline.json")
         hvd.init()
         self.rank, self.size, self.local_rank = hvd.rank(), hvd.size(), hvd.local_rank()
         if options.device == "cuda":
@@ -55,6 +69,8 @@ class HorovodBackend:
             self.comm_backend = "nccl" if hvd.nccl_built() else ("mpi" if hvd.mpi_enabled() else "gloo")
         else:
             self.comm_backend = "mpi" if hvd.mpi_enabled() else "gloo"
+        if options.adasum and not hvd.mpi_enabled():
+            raise UsageError("--adasum needs Horovod's MPI operations: launch with horovodrun --mpi (or mpirun)")
         self.launcher = _launcher()
 
     def data_shards(self) -> tuple[int, list[int]]:
@@ -70,9 +86,44 @@ class HorovodBackend:
 
     def wrap(self, model: nn.Module, optimizer: torch.optim.Optimizer,
              ) -> tuple[nn.Module, torch.optim.Optimizer]:
-        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                             op=hvd.Average)
+        options = self.options
+        compression = hvd.Compression.fp16 if options.compression == "fp16" else hvd.Compression.none
+        optimizer = hvd.DistributedOptimizer(
+            optimizer, named_parameters=model.named_parameters(), compression=compression,
+            backward_passes_per_step=options.accum_steps, op=hvd.Adasum if options.adasum else hvd.Average)
         return model, optimizer
+
+    def convert_sync_batchnorm(self, model: nn.Module) -> nn.Module:
+        for name, child in model.named_children():
+            if isinstance(child, nn.BatchNorm2d):
+                sync = hvd.SyncBatchNorm(child.num_features, eps=child.eps, momentum=child.momentum)
+                setattr(model, name, sync)
+            else:
+                self.convert_sync_batchnorm(child)
+        return model
+
+    def no_sync(self, model: nn.Module, sync: bool) -> contextlib.AbstractContextManager:
+        # Horovod counts backward passes itself (backward_passes_per_step) and reduces on the last one.
+        return contextlib.nullcontext()
+
+    def synchronize(self, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.synchronize()  # wait for the averaged gradients, e.g. before clipping or unscaling
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer, step: Callable[[], object],
+                       synchronized: bool) -> None:
+        if synchronized:
+            with optimizer.skip_synchronize():  # already done: step() must not wait a second time
+                step()
+        else:
+            step()  # DistributedOptimizer.step() synchronizes first
+
+    @contextlib.contextmanager
+    def join(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> Iterator[None]:
+        yield
+        hvd.join()  # a rank out of batches keeps answering the others' allreduces until all are out
+
+    def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict:
+        return optimizer.state_dict()
 
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         return hvd.allreduce(tensor, op=_OPS[op], name=f"metrics.{op}")

@@ -5,17 +5,22 @@ Compare with hvd_impl/backend.py: the same methods, written the way each framewo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import Callable
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+from torch.distributed.algorithms.join import Join
+from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from workload.backend import ReduceOp
-from workload.options import Options
+from workload.options import Options, UsageError
 
 _OPS = {"mean": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "sum": dist.ReduceOp.SUM}
 
@@ -43,6 +48,9 @@ class DDPBackend:
     framework = "ddp"
 
     def __init__(self, options: Options):
+        if options.adasum:
+            raise UsageError("--adasum has no DDP equivalent (it is a Horovod feature)")
+        self.options = options
         self.launcher = _launcher()
         self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
         if options.device == "cuda":
@@ -60,13 +68,49 @@ class DDPBackend:
         return dist.get_world_size(), [dist.get_rank()]
 
     def broadcast_initial_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        # Nothing to do here: DDP's constructor (in wrap) broadcasts rank 0's parameters and buffers,
-        # and a fresh optimizer has no state.
+        # DDP's constructor (in wrap) broadcasts rank 0's parameters and buffers. A resumed run loads the
+        # same checkpoint file on every rank, so its state already agrees.
         pass
 
     def wrap(self, model: nn.Module, optimizer: torch.optim.Optimizer,
              ) -> tuple[nn.Module, torch.optim.Optimizer]:
-        return DDP(model, device_ids=self.device_ids), optimizer
+        options = self.options
+        ddp = DDP(model, device_ids=self.device_ids, bucket_cap_mb=options.bucket_cap_mb,
+                  gradient_as_bucket_view=options.gradient_as_bucket_view)
+        if options.compression == "fp16":
+            ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        if options.powersgd_rank is not None:
+            state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=options.powersgd_rank,
+                                                start_powerSGD_iter=2)
+            ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+        if options.zero:
+            optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=type(optimizer),
+                                                **optimizer.defaults)
+        return ddp, optimizer
+
+    def convert_sync_batchnorm(self, model: nn.Module) -> nn.Module:
+        return nn.SyncBatchNorm.convert_sync_batchnorm(model)
+
+    def no_sync(self, model: nn.Module, sync: bool) -> contextlib.AbstractContextManager:
+        # Accumulate locally on all but the last micro-batch; DDP reduces in the last backward.
+        return contextlib.nullcontext() if sync else model.no_sync()
+
+    def synchronize(self, optimizer: torch.optim.Optimizer) -> None:
+        pass  # DDP's backward has already averaged the gradients
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer, step: Callable[[], object],
+                       synchronized: bool) -> None:
+        step()
+
+    def join(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> contextlib.AbstractContextManager:
+        joinables = [model, *([optimizer] if isinstance(optimizer, ZeroRedundancyOptimizer) else [])]
+        return Join(joinables)  # shadows the others' collectives once this rank is out of batches
+
+    def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict | None:
+        if isinstance(optimizer, ZeroRedundancyOptimizer):  # sharded: gather it on rank 0 first
+            optimizer.consolidate_state_dict(to=0)
+            return optimizer.state_dict() if self.rank == 0 else None
+        return optimizer.state_dict()
 
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         result = tensor.clone()

@@ -6,6 +6,8 @@ side and every difference between a Horovod job and a DDP job is there; the loop
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Literal, Protocol
 
 import torch
@@ -33,6 +35,31 @@ class Backend(Protocol):
     def wrap(self, model: nn.Module, optimizer: torch.optim.Optimizer,
              ) -> tuple[nn.Module, torch.optim.Optimizer]:
         """Return the model to call and the optimizer to step, with gradient averaging attached."""
+        ...
+
+    def convert_sync_batchnorm(self, model: nn.Module) -> nn.Module:
+        """Batch norm whose statistics are computed over all ranks."""
+        ...
+
+    def no_sync(self, model: nn.Module, sync: bool) -> AbstractContextManager:
+        """Around forward and backward of a micro-batch; gradients are reduced only when `sync`."""
+        ...
+
+    def synchronize(self, optimizer: torch.optim.Optimizer) -> None:
+        """Make the averaged gradients available now (before clipping or unscaling them)."""
+        ...
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer, step: Callable[[], object],
+                       synchronized: bool) -> None:
+        """Run `step` (optimizer.step or scaler.step), knowing whether synchronize() already ran."""
+        ...
+
+    def join(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> AbstractContextManager:
+        """Around an epoch whose number of batches differs between ranks (uneven inputs)."""
+        ...
+
+    def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict | None:
+        """The full optimizer state for a checkpoint on rank 0 (called on every rank)."""
         ...
 
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:

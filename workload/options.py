@@ -42,6 +42,23 @@ class Options:
     fail_at_step: int | None = None
     fail_rank: int = 0
     fail_mode: str = "exit"
+    # features (docs/features.md): each maps to its idiomatic form on either side
+    compression: str = "none"
+    accum_steps: int = 1
+    amp: bool = False
+    clip_norm: float | None = None
+    uneven_inputs: bool = False
+    sync_bn: bool = False
+    adasum: bool = False
+    zero: bool = False
+    powersgd_rank: int | None = None
+    fusion_threshold_mb: float | None = None
+    cycle_time_ms: float | None = None
+    bucket_cap_mb: float | None = None
+    gradient_as_bucket_view: bool = False
+    checkpoint_every: int | None = None
+    resume: Path | None = None
+    profile: bool = False
 
     def resolved_lr(self) -> float:
         return self.lr if self.lr is not None else WORKLOADS[self.workload].default_lr
@@ -51,6 +68,7 @@ class Options:
         record = dataclasses.asdict(self)
         record["out"] = str(self.out)
         record["text_dir"] = str(self.text_dir) if self.text_dir else None
+        record["resume"] = str(self.resume) if self.resume else None
         record["seeds"] = list(self.seeds)
         record["lr"] = self.resolved_lr()
         return record
@@ -118,6 +136,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True
         run.add_argument("--out", type=Path, default=Path("runs/latest"), help="run directory to write")
     run.add_argument("--log-every", type=int, default=10,
                      help="gather per-step metrics from all ranks every N steps (one collective per N steps)")
+    _add_feature_arguments(parser)
     if launch:
         _add_spawn_arguments(parser)
     fault = parser.add_argument_group("fault injection (for tests and demonstrations; once per job)")
@@ -125,6 +144,39 @@ def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True
     fault.add_argument("--fail-rank", type=int, default=0, help="the rank that fails")
     fault.add_argument("--fail-mode", choices=["exit", "kill", "hang"], default="exit",
                        help="exit: exit status 13; kill: SIGKILL itself; hang: SIGSTOP itself (stops answering)")
+
+
+def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
+    both = parser.add_argument_group("features (each in its framework's idiomatic form; see docs/features.md)")
+    both.add_argument("--compression", choices=["none", "fp16"], default="none",
+                      help="gradient compression: hvd.Compression.fp16 / DDP fp16_compress_hook")
+    both.add_argument("--accum-steps", type=int, default=1,
+                      help="micro-batches per optimizer step: backward_passes_per_step / no_sync()")
+    both.add_argument("--amp", action="store_true",
+                      help="autocast (bfloat16 on CPU; float16 with a gradient scaler on CUDA)")
+    both.add_argument("--clip-norm", type=float, default=None,
+                      help="clip gradients to this global norm (Horovod: synchronize() first)")
+    both.add_argument("--uneven-inputs", action="store_true",
+                      help="rank r gets r batches fewer per epoch: hvd.join() / torch.distributed Join")
+    both.add_argument("--sync-bn", action="store_true",
+                      help="batch norm synchronised over ranks (resnet; CUDA only on both sides)")
+    both.add_argument("--checkpoint-every", type=int, default=None,
+                      help="rank 0 writes OUT/checkpoint.pt every N steps (atomically)")
+    both.add_argument("--resume", type=Path, default=None,
+                      help="resume from this checkpoint (written by either implementation)")
+    both.add_argument("--profile", action="store_true",
+                      help="torch.profiler trace of steps 3-5, and Horovod's timeline, into OUT")
+    hvd = parser.add_argument_group("Horovod only")
+    hvd.add_argument("--adasum", action="store_true", help="op=hvd.Adasum (needs Horovod's MPI operations)")
+    hvd.add_argument("--fusion-threshold-mb", type=float, default=None,
+                     help="HOROVOD_FUSION_THRESHOLD in MiB (Horovod's default 128; 0 turns fusion off)")
+    hvd.add_argument("--cycle-time-ms", type=float, default=None, help="HOROVOD_CYCLE_TIME (default 1 ms)")
+    ddp = parser.add_argument_group("DDP only")
+    ddp.add_argument("--zero", action="store_true", help="ZeroRedundancyOptimizer (optimizer state sharded)")
+    ddp.add_argument("--powersgd-rank", type=int, default=None, help="PowerSGD gradient compression of this rank")
+    ddp.add_argument("--bucket-cap-mb", type=float, default=None, help="DDP bucket size (default 25 MiB)")
+    ddp.add_argument("--gradient-as-bucket-view", action="store_true",
+                     help="gradients as views into DDP's buckets (saves a copy)")
 
 
 def _add_spawn_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,47 +204,20 @@ def parse_options(argv: list[str] | None, prog: str, description: str,
 
 
 def options_from_namespace(ns: argparse.Namespace) -> Options:
-    return Options(
-        workload=ns.workload,
-        epochs=ns.epochs,
-        steps=ns.steps,
-        batch_size=ns.batch_size,
-        lr=ns.lr,
-        lr_scaling=ns.lr_scaling,
-        warmup_steps=ns.warmup_steps,
-        optimizer=ns.optimizer,
-        momentum=ns.momentum,
-        weight_decay=ns.weight_decay,
-        seeds=ns.seeds if ns.seeds is not None else (ns.seed,),
-        data_seed=ns.data_seed,
-        device=ns.device,
-        threads=ns.threads,
-        out=getattr(ns, "out", Path("runs/latest")),
-        log_every=ns.log_every,
-        dataset_size=ns.dataset_size,
-        text_dir=ns.text_dir,
-        fail_at_step=ns.fail_at_step,
-        fail_rank=ns.fail_rank,
-        fail_mode=ns.fail_mode,
-    )
+    values = {f.name: getattr(ns, f.name) for f in dataclasses.fields(Options) if hasattr(ns, f.name)}
+    values["seeds"] = ns.seeds if ns.seeds is not None else (ns.seed,)
+    return Options(**values)
 
 
 def to_argv(options: Options, *, out: Path, seeds: tuple[int, ...]) -> list[str]:
     """The command-line arguments that make an implementation run exactly these options."""
-    argv = ["--workload", options.workload, "--epochs", str(options.epochs), "--batch-size", str(options.batch_size),
-            "--lr", repr(options.resolved_lr()), "--lr-scaling", options.lr_scaling,
-            "--warmup-steps", str(options.warmup_steps), "--optimizer", options.optimizer,
-            "--momentum", repr(options.momentum), "--weight-decay", repr(options.weight_decay),
-            "--seeds", ",".join(map(str, seeds)), "--device", options.device, "--threads", str(options.threads),
-            "--log-every", str(options.log_every), "--out", str(out)]
-    if options.fail_at_step is not None:
-        argv += ["--fail-rank", str(options.fail_rank), "--fail-mode", options.fail_mode]
-    optional = {"--steps": options.steps, "--data-seed": options.data_seed,
-                "--dataset-size": options.dataset_size, "--text-dir": options.text_dir,
-                "--fail-at-step": options.fail_at_step}
-    for flag, value in optional.items():
-        if value is not None:
-            argv += [flag, str(value)]
+    argv = ["--seeds", ",".join(map(str, seeds)), "--out", str(out)]
+    for f in dataclasses.fields(Options):
+        value = options.resolved_lr() if f.name == "lr" else getattr(options, f.name)
+        if f.name in ("seeds", "out") or value is None or value is False:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        argv += [flag] if value is True else [flag, repr(value) if isinstance(value, float) else str(value)]
     return argv
 
 
@@ -208,8 +233,9 @@ def validate(options: Options) -> None:
     }
     if options.steps is not None:
         positive["--steps"] = options.steps
-    if options.fail_at_step is not None:
-        positive["--fail-at-step"] = options.fail_at_step
+    optional_positive = {"--fail-at-step": options.fail_at_step, "--checkpoint-every": options.checkpoint_every,
+                         "--powersgd-rank": options.powersgd_rank, "--accum-steps": options.accum_steps}
+    positive.update({flag: value for flag, value in optional_positive.items() if value is not None})
     if options.dataset_size is not None:
         positive["--dataset-size"] = options.dataset_size
     for flag, value in positive.items():
@@ -217,6 +243,18 @@ def validate(options: Options) -> None:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
     if options.lr is not None and not options.lr > 0:
         raise UsageError(f"--lr must be positive, got {options.lr}")
+    nonnegative = {"--clip-norm": options.clip_norm, "--fusion-threshold-mb": options.fusion_threshold_mb,
+                   "--cycle-time-ms": options.cycle_time_ms, "--bucket-cap-mb": options.bucket_cap_mb}
+    for flag, value in nonnegative.items():
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must be zero or positive, got {value}")
+    if options.resume is not None and not options.resume.is_file():
+        raise UsageError(f"--resume {options.resume}: no such checkpoint file")
+    if options.sync_bn and options.device != "cuda":
+        raise UsageError("--sync-bn needs --device cuda: "
+                         "hvd.SyncBatchNorm and nn.SyncBatchNorm both refuse CPU tensors")
+    if options.sync_bn and options.workload != "resnet":
+        raise UsageError("--sync-bn applies to the resnet workload (the only one with batch norm)")
     if options.fail_rank < 0:
         raise UsageError(f"--fail-rank must be zero or positive, got {options.fail_rank}")
     if options.warmup_steps < 0:

@@ -35,16 +35,34 @@ class RunRecorder:
     def partial_path(self) -> Path:
         return self.out / "metrics.jsonl.part"
 
-    def start(self, meta: dict) -> None:
+    def start(self, meta: dict, resume_step: int | None = None) -> None:
+        """Begin the record. When resuming in the same directory, the metrics of the steps up to the
+        checkpoint are kept, so the record tells the whole run."""
         self._started = time.monotonic()
         self.meta = {"schema_version": SCHEMA_VERSION, "status": "running", "error": None, **meta,
                      "start_time": now_iso(), "end_time": None, "duration_s": None}
         if not self.enabled:
             return
         self.out.mkdir(parents=True, exist_ok=True)
+        kept = self._earlier_lines(resume_step) if resume_step is not None else []
         (self.out / "metrics.jsonl").unlink(missing_ok=True)  # a stale complete file must not survive
         write_json_atomic(self.out / "run.json", self.meta)
         self._metrics = self.partial_path.open("w")
+        self._metrics.writelines(kept)
+
+    def _earlier_lines(self, resume_step: int) -> list[str]:
+        for source in (self.out / "metrics.jsonl", self.partial_path):
+            if source.exists():
+                lines = []
+                for line in source.read_text().splitlines(keepends=True):
+                    try:
+                        entry = json.loads(line)
+                    except json.JSONDecodeError:
+                        break  # a line cut short by the failure that made this resume necessary
+                    if entry.get("step", 0) <= resume_step and line.endswith("\n"):
+                        lines.append(line)
+                return lines
+        return []
 
     def log(self, entry: dict) -> None:
         if self._metrics is not None:

@@ -7,6 +7,7 @@ must follow the same trajectory as one process on the concatenated batches. Run 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import torch
@@ -38,6 +39,24 @@ class ReferenceBackend:
 
     def wrap(self, model, optimizer):
         return model, optimizer
+
+    def convert_sync_batchnorm(self, model):
+        return model
+
+    def no_sync(self, model, sync: bool):
+        return contextlib.nullcontext()
+
+    def synchronize(self, optimizer) -> None:
+        pass
+
+    def optimizer_step(self, optimizer, step, synchronized: bool) -> None:
+        step()
+
+    def join(self, model, optimizer):
+        return contextlib.nullcontext()
+
+    def optimizer_state(self, optimizer) -> dict:
+        return optimizer.state_dict()
 
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         return tensor.clone()
@@ -71,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         say_error(PROG, str(exc))
         return 2
 
-    def start(_options: Options) -> ReferenceBackend:
+    def start(options: Options) -> ReferenceBackend:
+        if options.uneven_inputs:
+            raise UsageError("--uneven-inputs needs real ranks: the reference has one process")
         return ReferenceBackend(ns.emulate_world_size, ns.emulate_ranks)
 
     return run_training(options, start, PROG)

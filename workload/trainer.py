@@ -17,11 +17,12 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from workload import environment
+from workload import checkpoint, environment
 from workload.backend import Backend
+from workload.checkpoint import Position
 from workload.options import Options, UsageError
 from workload.record import RunRecorder
-from workload.workloads import WORKLOADS, loss_and_correct
+from workload.workloads import WORKLOADS, loss_and_correct, with_batch_norm
 
 # Per-step values gathered from every rank: the loss is averaged, the times take the slowest rank.
 TIME_KEYS = ("step_time_s", "data_s", "forward_s", "backward_s", "optimizer_s")
@@ -79,40 +80,49 @@ def inject_fault(options: Options, rank: int, step: int) -> None:
 
 
 def steps_per_epoch(options: Options, train_samples: int, num_replicas: int) -> int:
-    """As DistributedSampler(drop_last=True) and DataLoader(drop_last=True) count them."""
-    return train_samples // num_replicas // options.batch_size
+    """As DistributedSampler(drop_last=True) and DataLoader(drop_last=True) count them; one optimizer
+    step takes accum_steps micro-batches."""
+    return train_samples // num_replicas // options.batch_size // options.accum_steps
 
 
 def planned_steps(options: Options, train_samples: int, num_replicas: int) -> int:
     per_epoch = steps_per_epoch(options, train_samples, num_replicas)
-    if per_epoch == 0:
+    if per_epoch <= (num_replicas - 1 if options.uneven_inputs else 0):
         raise UsageError(
             f"workload {options.workload!r} has {train_samples} training samples: {num_replicas} workers "
-            f"x batch {options.batch_size} leaves no full batch per worker")
+            f"x batch {options.batch_size} x {options.accum_steps} micro-batches leaves no full step per worker"
+            + (" (uneven inputs take one step more from each further rank)" if options.uneven_inputs else ""))
     total = options.epochs * per_epoch
     return min(total, options.steps) if options.steps is not None else total
 
 
 @dataclass
 class MetricBuffer:
-    """Per-step values kept locally and reduced over ranks every few steps, not every step."""
+    """Per-step values kept locally and reduced over ranks every few steps, not every step.
+
+    Losses are summed with a count, so that ranks with fewer steps (uneven inputs) pad with zeros."""
 
     rows: list[list[float]] = field(default_factory=list)
     info: list[dict] = field(default_factory=list)
 
     def add(self, loss: float, times: dict[str, float], info: dict) -> None:
-        self.rows.append([loss, *(times[key] for key in TIME_KEYS)])
+        self.rows.append([loss, 1.0, *(times[key] for key in TIME_KEYS)])
         self.info.append(info)
 
-    def drain(self, backend: Backend) -> list[dict]:
-        if not self.rows:
+    def drain(self, backend: Backend, uneven: bool = False) -> list[dict]:
+        rows = len(self.rows)
+        if uneven:
+            rows = int(backend.allreduce(torch.tensor([rows], dtype=torch.float64), "max")[0])
+        if rows == 0:
             return []
-        local = torch.tensor(self.rows, dtype=torch.float64)
-        mean_loss = backend.allreduce(local[:, 0].contiguous(), "mean")
-        slowest = backend.allreduce(local[:, 1:].contiguous(), "max")
+        local = torch.zeros(rows, 2 + len(TIME_KEYS), dtype=torch.float64)
+        if self.rows:
+            local[: len(self.rows)] = torch.tensor(self.rows, dtype=torch.float64)
+        sums = backend.allreduce(local[:, :2].contiguous(), "sum")
+        slowest = backend.allreduce(local[:, 2:].contiguous(), "max")
         entries = []
         for i, info in enumerate(self.info):
-            entry = {"kind": "step", **info, "loss": float(mean_loss[i])}
+            entry = {"kind": "step", **info, "loss": float(sums[i, 0] / sums[i, 1])}
             entry.update({key: round(float(slowest[i, j]), 6) for j, key in enumerate(TIME_KEYS)})
             entries.append(entry)
         self.rows.clear()
@@ -128,7 +138,9 @@ class Trainer:
         self.backend = backend
         self.seed = seed
         self.device = torch.device("cuda", backend.local_rank) if options.device == "cuda" else torch.device("cpu")
-        self.recorder = RunRecorder(run_dir(options, seed), enabled=backend.rank == 0)
+        self.out = run_dir(options, seed)
+        self.recorder = RunRecorder(self.out, enabled=backend.rank == 0)
+        self.start = Position(0, 0, 0)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -143,13 +155,22 @@ class Trainer:
         self.total_steps = planned_steps(options, len(self.data.train), num_replicas)
         self.data_world_size = num_replicas
 
-        model = spec.make_model(self.data).to(self.device)
+        model = spec.make_model(self.data)
+        if options.sync_bn:
+            model = backend.convert_sync_batchnorm(with_batch_norm(model))
+        model = model.to(self.device)
         self.lr = effective_lr(options, num_replicas)
         optimizer = make_optimizer(options, model, self.lr)
-        backend.broadcast_initial_state(model, optimizer)
         self.raw_model = model  # evaluation runs on the bare module: no collective inside it
         self.model, self.optimizer = backend.wrap(model, optimizer)
+        # Load after wrapping, as Horovod's examples do: hvd.DistributedOptimizer builds a new optimizer
+        # from the param groups, so state loaded into the inner one before would be lost.
+        resumed = self._load_checkpoint(model, self.optimizer) if options.resume else None
+        backend.broadcast_initial_state(model, self.optimizer)
         self.scheduler = make_warmup(self.optimizer, options.warmup_steps, num_replicas)
+        if resumed is not None:
+            self.scheduler.load_state_dict(resumed["scheduler"])
+        self.scaler = torch.amp.GradScaler("cuda") if options.amp and self.device.type == "cuda" else None
 
         data_seed = self.seed if options.data_seed is None else options.data_seed
         self.samplers = [
@@ -159,7 +180,25 @@ class Trainer:
         ]
         self.loaders = [DataLoader(self.data.train, batch_size=options.batch_size, sampler=s, drop_last=True)
                         for s in self.samplers]
-        self.steps_per_epoch = len(self.loaders[0])
+        self.steps_per_epoch = steps_per_epoch(options, len(self.data.train), num_replicas)
+
+    def _load_checkpoint(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+        state = checkpoint.load(self.options.resume)
+        if state["data_world_size"] != self.backend.data_shards()[0]:
+            raise UsageError(f"--resume {self.options.resume}: written at world size {state['data_world_size']}, "
+                             f"resuming at {self.backend.data_shards()[0]} would change the data order")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        checkpoint.restore_rng(state["rng"])
+        self.start = Position(state["step"], state["epoch"], state["step_in_epoch"])
+        return state
+
+    def _save_checkpoint(self, position: Position) -> None:
+        optimizer_state = self.backend.optimizer_state(self.optimizer)  # a collective under ZeRO
+        if self.backend.rank == 0:
+            checkpoint.save(self.out / "checkpoint.pt", framework=self.backend.framework, position=position,
+                            model=self.raw_model, optimizer_state=optimizer_state, scheduler=self.scheduler,
+                            data_world_size=self.data_world_size, seed=self.seed)
 
     def record_meta(self) -> dict:
         options, backend = self.options, self.backend
@@ -179,8 +218,9 @@ class Trainer:
             "env": environment.tuning_env(),
             "data": {"train_samples": len(self.data.train), "test_samples": len(self.data.test),
                      "fingerprint": self.data.fingerprint()},
-            "samples_per_step": options.batch_size * self.data_world_size,
+            "samples_per_step": options.batch_size * options.accum_steps * self.data_world_size,
             "planned_steps": self.total_steps,
+            "resumed_from_step": self.start.step if options.resume else None,
         }
 
     def _next_batch(self, iterators) -> tuple[torch.Tensor, torch.Tensor]:
@@ -190,45 +230,94 @@ class Trainer:
         y = torch.cat([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
         return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if not self.options.amp:
+            return contextlib.nullcontext()
+        dtype = torch.float16 if self.device.type == "cuda" else torch.bfloat16
+        return torch.autocast(self.device.type, dtype=dtype)
+
     def _train_step(self, iterators) -> tuple[float, dict[str, float]]:
+        options, backend = self.options, self.backend
+        micro = options.accum_steps
+        times = dict.fromkeys(TIME_KEYS, 0.0)
         self._sync()
-        t0 = time.perf_counter()
-        x, y = self._next_batch(iterators)
-        self._sync()
-        t1 = time.perf_counter()
+        started = time.perf_counter()
         self.optimizer.zero_grad()  # set_to_none, the default; Horovod takes no argument
-        loss, _ = loss_and_correct(self.model(x), y)
-        self._sync()
-        t2 = time.perf_counter()
-        loss.backward()
-        self._sync()
-        t3 = time.perf_counter()
-        self.optimizer.step()
+        loss_value = 0.0
+        for index in range(micro):
+            t0 = time.perf_counter()
+            x, y = self._next_batch(iterators)
+            self._sync()
+            t1 = time.perf_counter()
+            with backend.no_sync(self.model, sync=index == micro - 1):
+                with self._autocast():
+                    loss, _ = loss_and_correct(self.model(x), y)
+                self._sync()
+                t2 = time.perf_counter()
+                scaled = loss / micro
+                (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+                self._sync()
+            t3 = time.perf_counter()
+            times["data_s"] += t1 - t0
+            times["forward_s"] += t2 - t1
+            times["backward_s"] += t3 - t2
+            loss_value += loss.item() / micro
+        t4 = time.perf_counter()
+        # Clipping and unscaling need the averaged gradients first (Horovod: synchronize()).
+        synchronized = options.clip_norm is not None or self.scaler is not None
+        if synchronized:
+            backend.synchronize(self.optimizer)
+            if self.scaler:
+                self.scaler.unscale_(self.optimizer)
+            if options.clip_norm is not None:
+                torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), options.clip_norm)
+        step = (lambda: self.scaler.step(self.optimizer)) if self.scaler else self.optimizer.step
+        backend.optimizer_step(self.optimizer, step, synchronized)
+        if self.scaler:
+            self.scaler.update()
         self.scheduler.step()
         self._sync()
-        t4 = time.perf_counter()
-        times = {"step_time_s": t4 - t0, "data_s": t1 - t0, "forward_s": t2 - t1,
-                 "backward_s": t3 - t2, "optimizer_s": t4 - t3}
-        return loss.item(), times
+        t5 = time.perf_counter()
+        times["optimizer_s"] = t5 - t4
+        times["step_time_s"] = t5 - started
+        return loss_value, times
 
-    def _train_epoch(self, epoch: int, step: int, buffer: MetricBuffer) -> int:
+    def _steps_this_epoch(self, epoch: int) -> int:
+        """Rank 0's steps in this epoch; with uneven inputs, rank r takes r fewer."""
+        steps = min(self.steps_per_epoch, self.total_steps - epoch * self.steps_per_epoch)
+        return steps - self.backend.rank if self.options.uneven_inputs else steps
+
+    def _train_epoch(self, epoch: int, step: int, buffer: MetricBuffer, profiler) -> int:
+        options = self.options
         for sampler in self.samplers:
             sampler.set_epoch(epoch)
         iterators = [iter(loader) for loader in self.loaders]
+        skip = self.start.step_in_epoch if epoch == self.start.epoch else 0
+        for _ in range(skip * options.accum_steps):  # resuming mid-epoch: the same batches come next
+            self._next_batch(iterators)
         self.model.train()
-        for _ in range(self.steps_per_epoch):
-            if step >= self.total_steps:
-                break
-            lr = self.optimizer.param_groups[0]["lr"]
-            loss, times = self._train_step(iterators)
-            step += 1
-            buffer.add(loss, times, {"step": step, "epoch": epoch, "lr": lr,
-                                     "samples": step * self.options.batch_size * self.data_world_size})
-            if step % self.options.log_every == 0 or step == self.total_steps:
-                self._write(buffer.drain(self.backend))
-            inject_fault(self.options, self.backend.rank, step)
-        self._write(buffer.drain(self.backend))
+        # Uneven inputs: metrics are gathered after the epoch, once every rank is out of batches.
+        log_every = options.log_every if not options.uneven_inputs else None
+        with self.backend.join(self.model, self.optimizer) if options.uneven_inputs else contextlib.nullcontext():
+            for step_in_epoch in range(skip, self._steps_this_epoch(epoch)):
+                lr = self.optimizer.param_groups[0]["lr"]
+                loss, times = self._train_step(iterators)
+                step += 1
+                buffer.add(loss, times, {"step": step, "epoch": epoch, "lr": lr,
+                                         "samples": step * self.samples_per_step})
+                if log_every and (step % log_every == 0 or step == self.total_steps):
+                    self._write(buffer.drain(self.backend))
+                if options.checkpoint_every and step % options.checkpoint_every == 0:
+                    self._save_checkpoint(Position(step, epoch, step_in_epoch + 1))
+                if profiler is not None:
+                    profiler.step()
+                inject_fault(options, self.backend.rank, step)
+        self._write(buffer.drain(self.backend, uneven=options.uneven_inputs))
         return step
+
+    @property
+    def samples_per_step(self) -> int:
+        return self.options.batch_size * self.options.accum_steps * self.data_world_size
 
     def _write(self, entries: list[dict]) -> None:
         for entry in entries:
@@ -244,7 +333,8 @@ class Trainer:
         totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, count
         for x, y in DataLoader(shard, batch_size=256):
             x, y = x.to(self.device), y.to(self.device)
-            loss, correct = loss_and_correct(self.raw_model(x), y)
+            with self._autocast():
+                loss, correct = loss_and_correct(self.raw_model(x), y)
             count = y.numel()
             totals += torch.tensor([loss.item() * count, float(correct), float(count)], dtype=torch.float64)
         totals = self.backend.allreduce(totals, "sum")
@@ -254,15 +344,26 @@ class Trainer:
         self._write([entry])
         return entry
 
+    def _profiler(self) -> contextlib.AbstractContextManager:
+        if not self.options.profile:
+            return contextlib.nullcontext()
+        trace = self.out / f"trace-rank-{self.backend.rank}.json"
+        return torch.profiler.profile(
+            schedule=torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1),
+            on_trace_ready=lambda prof: prof.export_chrome_trace(str(trace)))
+
     def train(self) -> Path:
         self.setup()
-        self.recorder.start(self.record_meta())
+        self.recorder.start(self.record_meta(), resume_step=self.start.step if self.options.resume else None)
+        step = self.start.step
         try:
-            step, epoch, buffer = 0, 0, MetricBuffer()
-            while step < self.total_steps:
-                step = self._train_epoch(epoch, step, buffer)
-                self.evaluate(epoch, step)
-                epoch += 1
+            with self._profiler() as profiler:
+                buffer = MetricBuffer()
+                # Counted in epochs, the same on every rank (with uneven inputs, step counts differ).
+                last_epoch = -(-self.total_steps // self.steps_per_epoch)
+                for epoch in range(self.start.epoch, last_epoch):
+                    step = self._train_epoch(epoch, step, buffer, profiler)
+                    self.evaluate(epoch, step)
         except BaseException as exc:
             self.recorder.finish("failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0], steps=step)
             raise

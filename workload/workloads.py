@@ -137,6 +137,16 @@ class ResidualBlock(nn.Module):
         return torch.relu(out + self.shortcut(x))
 
 
+def with_batch_norm(model: nn.Module) -> nn.Module:
+    """The resnet with BatchNorm2d in place of GroupNorm, for SyncBatchNorm (--sync-bn)."""
+    for name, child in model.named_children():
+        if isinstance(child, nn.GroupNorm):
+            setattr(model, name, nn.BatchNorm2d(child.num_channels))
+        else:
+            with_batch_norm(child)
+    return model
+
+
 def resnet_model(data: Datasets) -> nn.Module:
     channels = data.input_shape[0]
     return nn.Sequential(

@@ -1,0 +1,252 @@
+"""python -m compare matrix: every training feature a Horovod user relies on, in its idiomatic form on each
+side, run at np 2 on a small workload and compared: parity, speed ratio, or why there is no comparison.
+
+Running (launches) is here; the verdict of a row is a pure function of its run records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from compare.launch import build_launch, run_launch
+from compare.parity import STEP_RTOL, stepwise
+from compare.records import RecordError, RunRecord, load_run
+from compare.timing import speed_ratio
+from workload.files import write_atomic, write_json_atomic
+from workload.options import Options
+
+MATRIX_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    horovod_form: str
+    ddp_form: str
+    horovod_args: tuple[str, ...] = ()
+    ddp_args: tuple[str, ...] = ()
+    kind: str = "parity"  # parity | horovod-only | ddp-only | tuning | resume | profile | cuda-only
+    note: str = ""
+    horovod_controller: str = "gloo"
+    parity_expected: bool = True  # False: another algorithm on one side, the gap is information
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("plain data parallel (baseline)", "hvd.DistributedOptimizer + broadcast_parameters",
+            "DistributedDataParallel"),
+    Feature("fp16 gradient compression", "compression=hvd.Compression.fp16",
+            "register_comm_hook(fp16_compress_hook)", ("--compression", "fp16"), ("--compression", "fp16")),
+    Feature("gradient accumulation (k=2)", "backward_passes_per_step=2", "no_sync() on the first k-1",
+            ("--accum-steps", "2"), ("--accum-steps", "2")),
+    Feature("mixed precision", "autocast; optimizer.synchronize() + skip_synchronize() with a scaler on CUDA",
+            "autocast; GradScaler on CUDA", ("--amp",), ("--amp",),
+            note="bfloat16 autocast on CPU, float16 with a gradient scaler on CUDA"),
+    Feature("gradient clipping (global norm 0.5)", "optimizer.synchronize(); clip; skip_synchronize(): step()",
+            "clip after backward(); step()", ("--clip-norm", "0.5"), ("--clip-norm", "0.5")),
+    Feature("lr scaling x world size + warm-up", "lr x hvd.size(), LambdaLR warm-up",
+            "lr x world_size, LambdaLR warm-up", ("--lr-scaling", "linear", "--warmup-steps", "5"),
+            ("--lr-scaling", "linear", "--warmup-steps", "5")),
+    Feature("uneven inputs", "hvd.join()", "torch.distributed.algorithms.Join([model])",
+            ("--uneven-inputs",), ("--uneven-inputs",), note="rank r takes r steps fewer per epoch"),
+    Feature("SyncBatchNorm", "hvd.SyncBatchNorm", "nn.SyncBatchNorm.convert_sync_batchnorm",
+            ("--workload", "resnet", "--sync-bn", "--device", "cuda"),
+            ("--workload", "resnet", "--sync-bn", "--device", "cuda"), kind="cuda-only",
+            note="both refuse CPU tensors"),
+    Feature("Adasum", "op=hvd.Adasum (MPI operations)", "no equivalent", ("--adasum",), (),
+            kind="horovod-only", horovod_controller="mpi", parity_expected=False,
+            note="compared with DDP's plain average: a different reduction by design"),
+    Feature("ZeroRedundancyOptimizer", "no equivalent", "ZeroRedundancyOptimizer(optimizer_class=...)",
+            (), ("--zero",), kind="ddp-only",
+            note="shards optimizer state; the update is the same, so it is held to parity with Horovod's plain run"),
+    Feature("PowerSGD", "no equivalent", "register_comm_hook(PowerSGDState(rank 2), powerSGD_hook)",
+            (), ("--powersgd-rank", "2"), kind="ddp-only", parity_expected=False,
+            note="low-rank (lossy) gradient compression, compared with Horovod's plain average"),
+    Feature("communication tuning", "HOROVOD_FUSION_THRESHOLD=0 (fusion off)",
+            "bucket_cap_mb=1, gradient_as_bucket_view=True",
+            ("--fusion-threshold-mb", "0"),
+            ("--bucket-cap-mb", "1", "--gradient-as-bucket-view"), kind="tuning",
+            note="effect on step time against each framework's own defaults (the baseline row)"),
+    Feature("checkpoint and resume, across frameworks", "rank 0 saves; broadcast_parameters/optimizer_state",
+            "rank 0 saves; every rank loads", kind="resume",
+            note="atomic save, torch.load(weights_only=True); Horovod's checkpoint resumed by DDP and back"),
+    Feature("profiling", "HOROVOD_TIMELINE", "torch.profiler (both sides)", ("--profile",), ("--profile",),
+            kind="profile"),
+)
+
+
+@dataclass
+class Row:
+    feature: Feature
+    verdict: str  # "parity holds" | "parity fails" | "no equivalent" | "runs" | "CUDA only" | "failed: ..."
+    gap: float | None = None  # step-wise max relative loss difference
+    speed_ratio: float | None = None  # Horovod / DDP median step time
+    effect: dict = field(default_factory=dict)
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        f = self.feature
+        return {"feature": f.name, "horovod": f.horovod_form, "ddp": f.ddp_form, "kind": f.kind,
+                "verdict": self.verdict, "max_rel_diff": self.gap, "step_time_ratio_hvd_over_ddp": self.speed_ratio,
+                "effect": self.effect, "detail": self.detail, "note": f.note}
+
+
+# --- pure: a row's verdict from its records ------------------------------------------------------
+
+def median_step(run: RunRecord, warmup: int) -> float:
+    return float(np.median(run.step_times[warmup:])) if len(run.step_times) > warmup else float("nan")
+
+
+def judge(feature: Feature, hvd: RunRecord, ddp: RunRecord, *, warmup: int, rtol: float,
+          baseline: tuple[RunRecord, RunRecord] | None = None) -> Row:
+    result = stepwise(hvd.losses, ddp.losses, rtol=rtol)
+    ratio = speed_ratio(hvd.step_times[warmup:], ddp.step_times[warmup:])["step_time_ratio"]
+    row = Row(feature, "", gap=result.max_rel_diff, speed_ratio=ratio)
+    if not feature.parity_expected:
+        row.verdict = "no equivalent"
+        row.detail = f"gap to the other side's plain run: {result.max_rel_diff:.2g} (expected: another algorithm)"
+        return row
+    row.verdict = "parity holds" if result.passed else "parity fails"
+    if not result.passed:
+        row.detail = f"first beyond rtol {rtol:g} at step {result.first_divergence_step}"
+    if feature.kind == "tuning" and baseline is not None:
+        row.effect = {
+            "horovod_tuned_over_default": median_step(hvd, warmup) / median_step(baseline[0], warmup),
+            "ddp_tuned_over_default": median_step(ddp, warmup) / median_step(baseline[1], warmup),
+        }
+        row.detail = (f"step time tuned/default: Horovod {row.effect['horovod_tuned_over_default']:.2f}, "
+                      f"DDP {row.effect['ddp_tuned_over_default']:.2f}")
+    return row
+
+
+def judge_resume(feature: Feature, full: dict[str, RunRecord], resumed: dict[str, RunRecord], *,
+                 rtol: float) -> Row:
+    """Each resumed run (written by one framework, resumed by the other) against the uninterrupted run
+    of the framework that resumed it, from the checkpoint step on."""
+    gaps, details = [], []
+    for direction, run in resumed.items():
+        reader = run.framework
+        first = run.meta.get("resumed_from_step") or 0
+        tail_full = full[reader].losses[first:]
+        result = stepwise(tail_full, run.losses, k=len(run.losses), rtol=rtol)
+        gaps.append(result.max_rel_diff)
+        details.append(f"{direction}: from step {first + 1}, max rel diff {result.max_rel_diff:.2g}")
+    passed = all(g is not None and g <= rtol for g in gaps)
+    return Row(feature, "parity holds" if passed else "parity fails", gap=max(gaps), detail="; ".join(details))
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+def _launch(framework: str, args: list[str], out: Path, base: Options, controller: str, timeout: float,
+            log: list[str]) -> RunRecord:
+    from workload.options import build_parser, options_from_namespace
+
+    argv = [*_to_args(base), *args]
+    options = options_from_namespace(build_parser("matrix", "").parse_args([*argv, "--out", str(out)]))
+    launch = build_launch(framework, 2, options, out, horovod_controller=controller)
+    log.append(launch.shell_line())
+    outcome = run_launch(launch, timeout)
+    if not outcome.ok:
+        raise RuntimeError(f"{outcome.describe()}: {outcome.log_tail.splitlines()[-1] if outcome.log_tail else ''}")
+    return load_run(out)
+
+
+def _to_args(options: Options) -> list[str]:
+    from workload.options import to_argv
+
+    argv = to_argv(options, out=Path("unused"), seeds=options.seeds)
+    cut = argv.index("--out")
+    return argv[:cut] + argv[cut + 2:]
+
+
+def run_matrix(ns: argparse.Namespace) -> int:
+    import torch
+
+    out: Path = ns.out
+    base = Options(workload="mlp", steps=ns.steps, dataset_size=2048, batch_size=16, seeds=(ns.seed,),
+                   epochs=3, log_every=10)
+    rows: list[Row] = []
+    commands: list[str] = []
+    baseline: tuple[RunRecord, RunRecord] | None = None
+    full: dict[str, RunRecord] = {}
+    features = [f for f in FEATURES if not ns.only or any(word in f.name for word in ns.only)]
+    if FEATURES[0] not in features:
+        features.insert(0, FEATURES[0])  # the baseline: tuning and resume rows measure against it
+    for index, feature in enumerate(features, 1):
+        print(f"[{index}/{len(features)}] {feature.name}", file=sys.stderr, flush=True)
+        slug = "".join(c if c.isalnum() else "-" for c in feature.name.lower()).strip("-")
+        try:
+            if feature.kind == "cuda-only" and not torch.cuda.is_available():
+                rows.append(Row(feature, "CUDA only", detail="not available on this device (no CUDA)"))
+                continue
+            if feature.kind == "resume":
+                rows.append(_resume_row(feature, out / slug, base, full, ns, commands))
+                continue
+            hvd = _launch("horovod", list(feature.horovod_args), out / slug / "horovod", base,
+                          feature.horovod_controller, ns.timeout, commands)
+            ddp = _launch("ddp", list(feature.ddp_args), out / slug / "ddp", base, "gloo", ns.timeout, commands)
+            row = judge(feature, hvd, ddp, warmup=ns.warmup, rtol=ns.rtol, baseline=baseline)
+            if baseline is None:
+                baseline = (hvd, ddp)
+                full = {"horovod": hvd, "ddp": ddp}
+            if feature.kind == "profile":
+                files = sorted(p.name for side in ("horovod", "ddp") for p in (out / slug / side).glob("*trace*"))
+                timeline = (out / slug / "horovod" / "horovod-timeline.json").exists()
+                row.detail = f"Horovod timeline: {'written' if timeline else 'missing'}; torch traces: {len(files)}"
+                row.effect = {"files": [str(p.relative_to(out)) for p in (out / slug).rglob("*.json")
+                                        if p.name != "run.json"]}
+            rows.append(row)
+        except (RuntimeError, RecordError) as exc:
+            rows.append(Row(feature, "failed", detail=str(exc)))
+        print(f"    {rows[-1].verdict}{': ' + rows[-1].detail if rows[-1].detail else ''}", file=sys.stderr)
+    write_matrix(out, rows, commands, base)
+    print(render_markdown(rows))
+    print(f"matrix: {out / 'matrix.md'}  (also matrix.json)")
+    return 3 if any(r.verdict == "failed" for r in rows) else (1 if any(r.verdict == "parity fails" for r in rows)
+                                                                    else 0)
+
+
+def _resume_row(feature: Feature, root: Path, base: Options, full: dict[str, RunRecord],
+                ns: argparse.Namespace, commands: list[str]) -> Row:
+    half = max(2, ns.steps // 2)
+    resumed = {}
+    for writer, reader in (("horovod", "ddp"), ("ddp", "horovod")):
+        part = _launch(writer, ["--steps", str(half), "--checkpoint-every", str(half)], root / f"{writer}-part",
+                       base, "gloo", ns.timeout, commands)
+        ckpt = part.path / "checkpoint.pt"
+        resumed[f"{writer} -> {reader}"] = _launch(reader, ["--resume", str(ckpt)], root / f"{writer}-to-{reader}",
+                                                   base, "gloo", ns.timeout, commands)
+    return judge_resume(feature, full, resumed, rtol=ns.rtol)
+
+
+def render_markdown(rows: list[Row]) -> str:
+    def fmt(value: float | None, spec: str) -> str:
+        return "—" if value is None or value != value else format(value, spec)
+
+    lines = ["| feature | Horovod | DDP | verdict | max rel diff | step time Horovod/DDP | notes |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        f = row.feature
+        notes = "; ".join(part for part in (row.detail, f.note) if part)
+        lines.append(f"| {f.name} | {f.horovod_form} | {f.ddp_form} | {row.verdict} | {fmt(row.gap, '.2g')} | "
+                     f"{fmt(row.speed_ratio, '.2f')} | {notes} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options) -> None:
+    from workload import environment
+
+    document = {"schema_version": MATRIX_SCHEMA_VERSION, "world_size": 2, "base_options": base.as_record(),
+                "rtol": STEP_RTOL, "rows": [row.to_dict() for row in rows], "commands": commands,
+                "machine": environment.host_info()}
+    write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
+    header = ("# Feature matrix: Horovod vs DDP at np 2\n\n"
+              f"Workload: mlp, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, float32 on CPU. "
+              f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps. "
+              "Step time ratio > 1: Horovod slower. Regenerate with `python -m compare matrix`.\n\n")
+    write_atomic(out / "matrix.md", header + render_markdown(rows))
