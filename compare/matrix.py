@@ -174,7 +174,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
     commands: list[str] = []
     baseline: tuple[RunRecord, RunRecord] | None = None
     full: dict[str, RunRecord] = {}
-    features = [f for f in FEATURES if not ns.only or any(word in f.name for word in ns.only)]
+    features = [f for f in FEATURES if not ns.only or any(w.lower() in f.name.lower() for w in ns.only)]
     if FEATURES[0] not in features:
         features.insert(0, FEATURES[0])  # the baseline: tuning and resume rows measure against it
     for index, feature in enumerate(features, 1):
