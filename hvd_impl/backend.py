@@ -59,6 +59,12 @@ class HorovodBackend:
             os.environ["HOROVOD_FUSION_THRESHOLD"] = str(int(options.fusion_threshold_mb * 2**20))
         if options.cycle_time_ms is not None:
             os.environ["HOROVOD_CYCLE_TIME"] = str(options.cycle_time_ms)
+        if options.collective_timeout is not None:
+            # Gloo operations time out; on MPI, the stall inspector shuts a stalled job down.
+            seconds = max(1, int(options.collective_timeout))
+            os.environ["HOROVOD_GLOO_TIMEOUT_SECONDS"] = str(seconds)
+            os.environ["HOROVOD_STALL_CHECK_TIME_SECONDS"] = str(max(1, seconds // 2))
+            os.environ["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] = str(seconds)
         if options.profile:
             options.out.mkdir(parents=True, exist_ok=True)
             os.environ["HOROVOD_TIMELINE"] = str(options.out / "horovod-timeline.json")

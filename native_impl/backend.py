@@ -60,7 +60,12 @@ class DDPBackend:
         else:
             self.comm_backend = "gloo"
             device_id = None
-        dist.init_process_group(self.comm_backend, timeout=timedelta(minutes=5), device_id=device_id)
+        if os.environ.get("MASTER_ADDR") in ("localhost", "127.0.0.1") and "GLOO_SOCKET_IFNAME" not in os.environ:
+            # One host: keep gloo's own sockets on loopback too (seen here: without it, a group restarted by
+            # torchrun --max-restarts hangs while connecting).
+            os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+        timeout = timedelta(seconds=options.collective_timeout or 300)
+        dist.init_process_group(self.comm_backend, timeout=timeout, device_id=device_id)
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         self.device_ids = [self.local_rank] if options.device == "cuda" else None
 

@@ -58,6 +58,8 @@ class Options:
     gradient_as_bucket_view: bool = False
     checkpoint_every: int | None = None
     resume: Path | None = None
+    auto_resume: bool = False
+    collective_timeout: float | None = None
     profile: bool = False
 
     def resolved_lr(self) -> float:
@@ -164,6 +166,11 @@ def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
                       help="rank 0 writes OUT/checkpoint.pt every N steps (atomically)")
     both.add_argument("--resume", type=Path, default=None,
                       help="resume from this checkpoint (written by either implementation)")
+    both.add_argument("--auto-resume", action="store_true",
+                      help="resume from OUT/checkpoint.pt when there is one (a restarted job), skip finished seeds")
+    both.add_argument("--collective-timeout", type=float, default=None, metavar="SECONDS",
+                      help="fail, naming the rank, when a collective waits this long for a stopped worker "
+                           "(DDP: process-group timeout, default 300; Horovod: Gloo timeout and stall shutdown)")
     both.add_argument("--profile", action="store_true",
                       help="torch.profiler trace of steps 3-5, and Horovod's timeline, into OUT")
     hvd = parser.add_argument_group("Horovod only")
@@ -243,6 +250,10 @@ def validate(options: Options) -> None:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
     if options.lr is not None and not options.lr > 0:
         raise UsageError(f"--lr must be positive, got {options.lr}")
+    if options.collective_timeout is not None and options.collective_timeout <= 0:
+        raise UsageError(f"--collective-timeout must be positive, got {options.collective_timeout}")
+    if options.resume is not None and len(options.seeds) > 1:
+        raise UsageError("--resume takes one seed: a checkpoint belongs to one run (use --auto-resume for several)")
     nonnegative = {"--clip-norm": options.clip_norm, "--fusion-threshold-mb": options.fusion_threshold_mb,
                    "--cycle-time-ms": options.cycle_time_ms, "--bucket-cap-mb": options.bucket_cap_mb}
     for flag, value in nonnegative.items():

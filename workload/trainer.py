@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -141,6 +142,9 @@ class Trainer:
         self.out = run_dir(options, seed)
         self.recorder = RunRecorder(self.out, enabled=backend.rank == 0)
         self.start = Position(0, 0, 0)
+        self.resume_path = options.resume
+        if options.auto_resume and (self.out / "checkpoint.pt").exists():
+            self.resume_path = self.out / "checkpoint.pt"
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -165,7 +169,7 @@ class Trainer:
         self.model, self.optimizer = backend.wrap(model, optimizer)
         # Load after wrapping, as Horovod's examples do: hvd.DistributedOptimizer builds a new optimizer
         # from the param groups, so state loaded into the inner one before would be lost.
-        resumed = self._load_checkpoint(model, self.optimizer) if options.resume else None
+        resumed = self._load_checkpoint(model, self.optimizer) if self.resume_path else None
         backend.broadcast_initial_state(model, self.optimizer)
         self.scheduler = make_warmup(self.optimizer, options.warmup_steps, num_replicas)
         if resumed is not None:
@@ -183,9 +187,9 @@ class Trainer:
         self.steps_per_epoch = steps_per_epoch(options, len(self.data.train), num_replicas)
 
     def _load_checkpoint(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
-        state = checkpoint.load(self.options.resume)
+        state = checkpoint.load(self.resume_path)
         if state["data_world_size"] != self.backend.data_shards()[0]:
-            raise UsageError(f"--resume {self.options.resume}: written at world size {state['data_world_size']}, "
+            raise UsageError(f"--resume {self.resume_path}: written at world size {state['data_world_size']}, "
                              f"resuming at {self.backend.data_shards()[0]} would change the data order")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -220,7 +224,7 @@ class Trainer:
                      "fingerprint": self.data.fingerprint()},
             "samples_per_step": options.batch_size * options.accum_steps * self.data_world_size,
             "planned_steps": self.total_steps,
-            "resumed_from_step": self.start.step if options.resume else None,
+            "resumed_from_step": self.start.step if self.resume_path else None,
         }
 
     def _next_batch(self, iterators) -> tuple[torch.Tensor, torch.Tensor]:
@@ -304,7 +308,7 @@ class Trainer:
                 loss, times = self._train_step(iterators)
                 step += 1
                 buffer.add(loss, times, {"step": step, "epoch": epoch, "lr": lr,
-                                         "samples": step * self.samples_per_step})
+                                         "samples": step * self.samples_per_step, "wall_time": round(time.time(), 3)})
                 if log_every and (step % log_every == 0 or step == self.total_steps):
                     self._write(buffer.drain(self.backend))
                 if options.checkpoint_every and step % options.checkpoint_every == 0:
@@ -354,7 +358,7 @@ class Trainer:
 
     def train(self) -> Path:
         self.setup()
-        self.recorder.start(self.record_meta(), resume_step=self.start.step if self.options.resume else None)
+        self.recorder.start(self.record_meta(), resume_step=self.start.step if self.resume_path else None)
         step = self.start.step
         try:
             with self._profiler() as profiler:
@@ -374,7 +378,18 @@ class Trainer:
 def train(options: Options, backend: Backend) -> list[Path]:
     """Train once per seed in this one launch; returns the run directories."""
     torch.set_num_threads(options.threads)
-    return [Trainer(options, backend, seed).train() for seed in options.seeds]
+    return [Trainer(options, backend, seed).train() for seed in options.seeds if not _finished(options, seed)]
+
+
+def _finished(options: Options, seed: int) -> bool:
+    """A restarted job (--auto-resume) does not train again a seed whose record is complete."""
+    if not options.auto_resume:
+        return False
+    record = run_dir(options, seed) / "run.json"
+    try:
+        return json.loads(record.read_text()).get("status") == "ok" and record.with_name("metrics.jsonl").exists()
+    except (OSError, ValueError):
+        return False
 
 
 def run_with_backend(options: Options, start_backend: Callable[[Options], Backend]) -> list[Path]:
