@@ -69,15 +69,27 @@ class HorovodBackend:
             options.out.mkdir(parents=True, exist_ok=True)
             os.environ["HOROVOD_TIMELINE"] = str(options.out / "horovod-timeline.json")
         hvd.init()
-        self.rank, self.size, self.local_rank = hvd.rank(), hvd.size(), hvd.local_rank()
         if options.device == "cuda":
-            torch.cuda.set_device(self.local_rank)
+            torch.cuda.set_device(hvd.local_rank())
             self.comm_backend = "nccl" if hvd.nccl_built() else ("mpi" if hvd.mpi_enabled() else "gloo")
         else:
             self.comm_backend = "mpi" if hvd.mpi_enabled() else "gloo"
         if options.adasum and not hvd.mpi_enabled():
             raise UsageError("--adasum needs Horovod's MPI operations: launch with horovodrun --mpi (or mpirun)")
         self.launcher = _launcher()
+
+    # Asked each time: an elastic job changes size and ranks as workers leave and join.
+    @property
+    def rank(self) -> int:
+        return hvd.rank()
+
+    @property
+    def size(self) -> int:
+        return hvd.size()
+
+    @property
+    def local_rank(self) -> int:
+        return hvd.local_rank()
 
     def data_shards(self) -> tuple[int, list[int]]:
         return hvd.size(), [hvd.rank()]

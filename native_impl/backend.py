@@ -50,6 +50,9 @@ class DDPBackend:
     def __init__(self, options: Options):
         if options.adasum:
             raise UsageError("--adasum has no DDP equivalent (it is a Horovod feature)")
+        if options.elastic:
+            raise UsageError("--elastic is Horovod's; DDP's answer is torchrun --max-restarts K "
+                             "(--nnodes MIN:MAX across hosts) with --checkpoint-every N --auto-resume")
         self.options = options
         self.launcher = _launcher()
         self.local_rank = int(os.environ.get("LOCAL_RANK", 0))

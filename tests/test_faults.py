@@ -1,15 +1,17 @@
 """Faults injected into real jobs: a killed worker and a stopped (SIGSTOP) one.
 
-Fault tolerance is only partly built (issue 6): DDP recovers under torchrun --max-restarts from its last
-checkpoint; a stopped worker makes both frameworks fail within a bounded time instead of hanging.
+DDP recovers under torchrun --max-restarts from its last checkpoint; Horovod goes on under elastic
+horovodrun from its last state.commit(); a stopped worker makes both fail within a bounded time.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 
 import pytest
-from conftest import horovodrun, ok, read_losses, read_meta, run, tool
+from conftest import ROOT, horovodrun, ok, read_losses, read_meta, run, tool
 
 from compare.parity import stepwise
 
@@ -50,3 +52,23 @@ def test_stopped_worker_fails_within_a_bounded_time(tmp_path, horovod_built, lau
     assert elapsed < 120, f"took {elapsed:.0f} s"
     assert "Timed out" in result.stdout + result.stderr
     assert read_meta(tmp_path)["status"] != "ok"
+
+
+def test_elastic_horovod_goes_on_after_a_killed_worker(tmp_path, horovod_built):
+    discovery = str(ROOT / "scripts" / "horovod-local-hosts.sh")
+    result = run([tool("horovodrun"), "-np", "2", "--min-np", "1", "--max-np", "2", "--host-discovery-script",
+                  discovery, "--gloo", "--network-interfaces", "lo", "--blacklist-cooldown-range", "2", "4",
+                  sys.executable, "-m", "hvd_impl", "--elastic", *JOB, "--checkpoint-every", "5",
+                  "--fail-at-step", "12", "--fail-rank", "1", "--fail-mode", "kill", "--out", str(tmp_path)],
+                 timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    meta = read_meta(tmp_path)
+    assert meta["status"] == "ok" and meta["elastic_world_sizes"][:2] == [2, 1]
+    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+             if '"kind": "step"' in line]
+    assert steps == list(range(1, 41))  # steps 11-12, after the last commit, were trained again once
+
+
+def test_elastic_is_horovods_only(tmp_path):
+    result = run([sys.executable, "-m", "native_impl", "--elastic", "--checkpoint-every", "5", "--out", str(tmp_path)])
+    assert result.returncode == 2 and "torchrun --max-restarts" in result.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from workload.backend import Backend
 from workload.options import Options, UsageError, check_writable, parse_options
-from workload.trainer import run_with_backend
+from workload.trainer import run_with_backend, train
 
 # Rank as the launchers announce it, known before any framework starts (to print an error once).
 _RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
@@ -32,7 +32,8 @@ def say_error(prog: str, message: str, rank: int | None = None) -> None:
     print(f"{prog}: error{where}: {message}", file=sys.stderr, flush=True)
 
 
-def run_training(options: Options, start_backend: Callable[[Options], Backend], prog: str) -> int:
+def run_training(options: Options, start_backend: Callable[[Options], Backend], prog: str,
+                 train_fn: Callable[[Options, Backend], list[Path]] = train) -> int:
     """Start the framework, train every seed, shut down. Returns the exit status."""
     rank = launcher_rank()
     try:
@@ -41,7 +42,7 @@ def run_training(options: Options, start_backend: Callable[[Options], Backend], 
         say_error(prog, str(exc), rank)
         return 2
     try:
-        run_with_backend(options, start_backend)
+        run_with_backend(options, start_backend, train_fn)
     except UsageError as exc:  # from the options and the data: the same on every rank, said once
         if rank == 0:
             say_error(prog, str(exc))
@@ -70,7 +71,8 @@ def _save_traceback(out: Path, rank: int) -> str:
 
 
 def main(start_backend: Callable[[Options], Backend], prog: str, description: str,
-         argv: list[str] | None = None, spawn: Callable[[Options, int, str], object] | None = None) -> int:
+         argv: list[str] | None = None, spawn: Callable[[Options, int, str], object] | None = None,
+         train_fn: Callable[[Options, Backend], list[Path]] = train) -> int:
     try:
         options, ns = parse_options(argv, prog, description)
     except UsageError as exc:
@@ -78,7 +80,7 @@ def main(start_backend: Callable[[Options], Backend], prog: str, description: st
             say_error(prog, str(exc))
         return 2
     if ns.spawn is None or spawn is None:
-        return run_training(options, start_backend, prog)
+        return run_training(options, start_backend, prog, train_fn)
     try:
         check_writable(options.out)
         spawn(options, ns.spawn, ns.spawn_controller)

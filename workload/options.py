@@ -59,6 +59,7 @@ class Options:
     checkpoint_every: int | None = None
     resume: Path | None = None
     auto_resume: bool = False
+    elastic: bool = False
     collective_timeout: float | None = None
     profile: bool = False
 
@@ -174,6 +175,9 @@ def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
     both.add_argument("--profile", action="store_true",
                       help="torch.profiler trace of steps 3-5, and Horovod's timeline, into OUT")
     hvd = parser.add_argument_group("Horovod only")
+    hvd.add_argument("--elastic", action="store_true",
+                     help="elastic training: hvd.elastic.run with TorchState, committed every --checkpoint-every steps "
+                          "(launch with horovodrun --min-np/--max-np --host-discovery-script, Gloo)")
     hvd.add_argument("--adasum", action="store_true", help="op=hvd.Adasum (needs Horovod's MPI operations)")
     hvd.add_argument("--fusion-threshold-mb", type=float, default=None,
                      help="HOROVOD_FUSION_THRESHOLD in MiB (Horovod's default 128; 0 turns fusion off)")
@@ -252,6 +256,8 @@ def validate(options: Options) -> None:
         raise UsageError(f"--lr must be positive, got {options.lr}")
     if options.collective_timeout is not None and options.collective_timeout <= 0:
         raise UsageError(f"--collective-timeout must be positive, got {options.collective_timeout}")
+    if options.elastic and options.checkpoint_every is None:
+        raise UsageError("--elastic needs --checkpoint-every N: the steps between two state.commit()")
     if options.resume is not None and len(options.seeds) > 1:
         raise UsageError("--resume takes one seed: a checkpoint belongs to one run (use --auto-resume for several)")
     nonnegative = {"--clip-norm": options.clip_norm, "--fusion-threshold-mb": options.fusion_threshold_mb,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -49,6 +51,25 @@ class RunRecorder:
         write_json_atomic(self.out / "run.json", self.meta)
         self._metrics = self.partial_path.open("w")
         self._metrics.writelines(kept)
+
+    def rewind(self, step: int) -> None:
+        """Forget the metrics after `step`: an elastic job rolled back to its last commit redoes them."""
+        if self._metrics is None:
+            return
+        self._metrics.close()
+        kept = self._earlier_lines(step)
+        self._metrics = self.partial_path.open("w")
+        self._metrics.writelines(kept)
+        self._metrics.flush()
+
+    @contextlib.contextmanager
+    def failure_recorded(self) -> Iterator[None]:
+        """Whatever ends the run early, run.json says so (and with what) before it propagates."""
+        try:
+            yield
+        except BaseException as exc:
+            self.finish("failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+            raise
 
     def _earlier_lines(self, resume_step: int) -> list[str]:
         for source in (self.out / "metrics.jsonl", self.partial_path):

@@ -143,6 +143,7 @@ class Trainer:
         self.recorder = RunRecorder(self.out, enabled=backend.rank == 0)
         self.start = Position(0, 0, 0)
         self.resume_path = options.resume
+        self.on_checkpoint: Callable[[Position], None] = self._save_checkpoint  # elastic Horovod: state.commit
         if options.auto_resume and (self.out / "checkpoint.pt").exists():
             self.resume_path = self.out / "checkpoint.pt"
 
@@ -155,9 +156,8 @@ class Trainer:
         seed_everything(self.seed)
         spec = WORKLOADS[options.workload]
         self.data = spec.make_data(options.dataset_size, options.text_dir)
-        num_replicas, data_ranks = backend.data_shards()
+        num_replicas = backend.data_shards()[0]
         self.total_steps = planned_steps(options, len(self.data.train), num_replicas)
-        self.data_world_size = num_replicas
 
         model = spec.make_model(self.data)
         if options.sync_bn:
@@ -176,6 +176,13 @@ class Trainer:
             self.scheduler.load_state_dict(resumed["scheduler"])
         self.scaler = torch.amp.GradScaler("cuda") if options.amp and self.device.type == "cuda" else None
 
+        self.shard()
+
+    def shard(self) -> None:
+        """Samplers for the current world: at start, and again when an elastic job changes size."""
+        options = self.options
+        num_replicas, data_ranks = self.backend.data_shards()
+        self.data_world_size = num_replicas
         data_seed = self.seed if options.data_seed is None else options.data_seed
         self.samplers = [
             DistributedSampler(self.data.train, num_replicas=num_replicas, rank=r, shuffle=True,
@@ -304,6 +311,8 @@ class Trainer:
         log_every = options.log_every if not options.uneven_inputs else None
         with self.backend.join(self.model, self.optimizer) if options.uneven_inputs else contextlib.nullcontext():
             for step_in_epoch in range(skip, self._steps_this_epoch(epoch)):
+                if step >= self.total_steps:  # an elastic job that shrank has longer epochs
+                    break
                 lr = self.optimizer.param_groups[0]["lr"]
                 loss, times = self._train_step(iterators)
                 step += 1
@@ -312,7 +321,7 @@ class Trainer:
                 if log_every and (step % log_every == 0 or step == self.total_steps):
                     self._write(buffer.drain(self.backend))
                 if options.checkpoint_every and step % options.checkpoint_every == 0:
-                    self._save_checkpoint(Position(step, epoch, step_in_epoch + 1))
+                    self.on_checkpoint(Position(step, epoch, step_in_epoch + 1))
                 if profiler is not None:
                     profiler.step()
                 inject_fault(options, self.backend.rank, step)
@@ -356,21 +365,23 @@ class Trainer:
             schedule=torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1),
             on_trace_ready=lambda prof: prof.export_chrome_trace(str(trace)))
 
+    def run_epochs(self) -> int:
+        """Train from self.start to the planned number of steps; returns the last step."""
+        step = self.start.step
+        with self._profiler() as profiler:
+            buffer = MetricBuffer()
+            # Counted in epochs, the same on every rank (with uneven inputs, step counts differ).
+            last_epoch = -(-self.total_steps // self.steps_per_epoch)
+            for epoch in range(self.start.epoch, last_epoch):
+                step = self._train_epoch(epoch, step, buffer, profiler)
+                self.evaluate(epoch, step)
+        return step
+
     def train(self) -> Path:
         self.setup()
         self.recorder.start(self.record_meta(), resume_step=self.start.step if self.resume_path else None)
-        step = self.start.step
-        try:
-            with self._profiler() as profiler:
-                buffer = MetricBuffer()
-                # Counted in epochs, the same on every rank (with uneven inputs, step counts differ).
-                last_epoch = -(-self.total_steps // self.steps_per_epoch)
-                for epoch in range(self.start.epoch, last_epoch):
-                    step = self._train_epoch(epoch, step, buffer, profiler)
-                    self.evaluate(epoch, step)
-        except BaseException as exc:
-            self.recorder.finish("failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0], steps=step)
-            raise
+        with self.recorder.failure_recorded():
+            step = self.run_epochs()
         self.recorder.finish("ok", steps=step)
         return self.recorder.out
 
@@ -392,11 +403,12 @@ def _finished(options: Options, seed: int) -> bool:
         return False
 
 
-def run_with_backend(options: Options, start_backend: Callable[[Options], Backend]) -> list[Path]:
+def run_with_backend(options: Options, start_backend: Callable[[Options], Backend],
+                     train_fn: Callable[[Options, Backend], list[Path]] = train) -> list[Path]:
     """Start the framework, train every seed, shut the framework down."""
     backend = start_backend(options)
     try:
-        run_dirs = train(options, backend)
+        run_dirs = train_fn(options, backend)
     except BaseException:
         # The other ranks may be gone: their absence must not hide this error behind a second one.
         with contextlib.suppress(Exception):
