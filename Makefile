@@ -3,7 +3,7 @@
 PY ?= .venv/bin/python
 OUT ?= results/latest
 
-.PHONY: setup compare test test-fast lint clean
+.PHONY: setup compare test test-fast lint clean docker-test
 
 setup:
 	bash scripts/setup.sh
@@ -19,6 +19,9 @@ test-fast:
 
 lint:
 	$(PY) -m ruff check .
+
+docker-test:
+	bash scripts/docker-test.sh
 
 clean:
 	rm -rf results runs .pytest_cache .ruff_cache
