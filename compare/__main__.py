@@ -4,6 +4,7 @@
   check   parity of two existing run records (runs made elsewhere: a cluster, a container)
   report  rebuild the report from run records already on disk
   matrix  every training feature, in its idiomatic form on each side, compared at np 2
+  faults  kill, exit or stop a worker and compare how each framework recovers
 
 Exit status: 0 parity holds (or cannot be decided), 1 parity fails, 2 usage or input error, 3 a run failed.
 """
@@ -88,6 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run only the features whose names contain one of these words, e.g. resume,ZeRO")
     _analysis_arguments(matrix)
 
+    faults = commands.add_parser("faults", help="the same faults on both frameworks' recovery paths",
+                                 formatter_class=defaults,
+                                 description="Kill, exit or stop a worker of each framework at np 2 and report "
+                                             "recovery (torchrun --max-restarts with checkpoints; elastic Horovod).")
+    faults.add_argument("--out", type=Path, default=Path("results/faults"), help="where records and the table go")
+    faults.add_argument("--scenarios", type=lambda text: [w.strip() for w in text.split(",")],
+                        default=["kill", "exit", "hang"], help="kill, exit, hang")
+    faults.add_argument("--steps", type=int, default=40, help="optimizer steps per run (the fault is at step 13)")
+    faults.add_argument("--interval", type=int, default=8, help="steps between checkpoints / commits")
+    faults.add_argument("--collective-timeout", type=float, default=20, help="seconds before a stopped worker fails")
+    faults.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
+
     report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=defaults)
     report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
     _analysis_arguments(report)
@@ -120,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
             if ns.steps < 4:
                 raise CompareUsageError("--steps must be at least 4 (the resume row stops half-way)")
             return run_matrix(ns)
+        if ns.command == "faults":
+            from compare.faults import SCENARIOS, run_faults
+
+            unknown = [name for name in ns.scenarios if name not in SCENARIOS]
+            if unknown or ns.steps <= 14 or ns.interval <= 0 or ns.collective_timeout <= 0:
+                raise CompareUsageError(f"scenarios are {', '.join(SCENARIOS)}; --steps must exceed 14, "
+                                        "--interval and --collective-timeout be positive")
+            return run_faults(ns)
         if ns.command == "check":
             from compare.suite import check_dirs
 

@@ -31,6 +31,22 @@ def free_loopback_port() -> int:
         return sock.getsockname()[1]
 
 
+def _restart_rendezvous(timeout: timedelta) -> dict:
+    """init_process_group arguments for a group that torchrun restarted (--max-restarts), else none.
+
+    torchrun keeps one store across restarts, so a restarted group could read the addresses that the
+    group before it published and connect to dead ports (seen here: about one restart in four hung or
+    failed in Gloo's connectFullMesh). A store prefix per attempt keeps the attempts apart.
+    """
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    if attempt == "0" or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return {}
+    agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                                timeout=timeout)
+    return {"store": dist.PrefixStore(f"restart-{attempt}", agent_store), "rank": int(os.environ["RANK"]),
+            "world_size": int(os.environ["WORLD_SIZE"])}
+
+
 def _launcher() -> str:
     if "WORKLOAD_LAUNCHER" in os.environ:  # started from Python (spawn.py)
         return os.environ["WORKLOAD_LAUNCHER"]
@@ -68,7 +84,8 @@ class DDPBackend:
             # torchrun --max-restarts hangs while connecting).
             os.environ["GLOO_SOCKET_IFNAME"] = "lo"
         timeout = timedelta(seconds=options.collective_timeout or 300)
-        dist.init_process_group(self.comm_backend, timeout=timeout, device_id=device_id)
+        dist.init_process_group(self.comm_backend, timeout=timeout, device_id=device_id,
+                                **_restart_rendezvous(timeout))
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         self.device_ids = [self.local_rank] if options.device == "cuda" else None
 

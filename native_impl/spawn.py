@@ -23,6 +23,7 @@ def _worker(local_rank: int, options: Options, nprocs: int, port: int) -> None:
                       LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                       WORKLOAD_LAUNCHER="spawn")
     run_with_backend(options, DDPBackend)
+    os._exit(0)  # as in __main__.py: no interpreter teardown under Gloo's threads once all is written
 
 
 def train(options: Options, nprocs: int | None = None, _controller: str = "gloo") -> list[Path]:

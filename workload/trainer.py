@@ -89,10 +89,11 @@ def steps_per_epoch(options: Options, train_samples: int, num_replicas: int) -> 
 def planned_steps(options: Options, train_samples: int, num_replicas: int) -> int:
     per_epoch = steps_per_epoch(options, train_samples, num_replicas)
     if per_epoch <= (num_replicas - 1 if options.uneven_inputs else 0):
+        micro = f" x {options.accum_steps} micro-batches" if options.accum_steps > 1 else ""
+        uneven = " (uneven inputs take one step more from each further rank)" if options.uneven_inputs else ""
         raise UsageError(
             f"workload {options.workload!r} has {train_samples} training samples: {num_replicas} workers "
-            f"x batch {options.batch_size} x {options.accum_steps} micro-batches leaves no full step per worker"
-            + (" (uneven inputs take one step more from each further rank)" if options.uneven_inputs else ""))
+            f"x batch {options.batch_size}{micro} leaves no full batch per worker{uneven}")
     total = options.epochs * per_epoch
     return min(total, options.steps) if options.steps is not None else total
 
