@@ -121,7 +121,7 @@ def _analysis_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         ns = build_parser().parse_args(argv)
-        if ns.warmup < 0 or ns.k <= 0 or ns.rtol <= 0 or ns.margin_sd <= 0:
+        if hasattr(ns, "warmup") and (ns.warmup < 0 or ns.k <= 0 or ns.rtol <= 0 or ns.margin_sd <= 0):
             raise CompareUsageError("--warmup must be >= 0, and --k, --rtol and --margin-sd positive")
         if ns.command == "run":
             from compare.suite import run_suite

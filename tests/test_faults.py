@@ -72,3 +72,16 @@ def test_elastic_horovod_goes_on_after_a_killed_worker(tmp_path, horovod_built):
 def test_elastic_is_horovods_only(tmp_path):
     result = run([sys.executable, "-m", "native_impl", "--elastic", "--checkpoint-every", "5", "--out", str(tmp_path)])
     assert result.returncode == 2 and "torchrun --max-restarts" in result.stderr
+
+
+def test_compare_faults_command(tmp_path, horovod_built):
+    out = tmp_path / "faults"
+    result = run([sys.executable, "-m", "compare", "faults", "--scenarios", "kill", "--steps", "24",
+                  "--out", str(out)], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    report = json.loads((out / "faults.json").read_text())
+    by_framework = {r["framework"]: r for r in report["results"]}
+    assert by_framework["ddp"]["recovered"] and by_framework["horovod"]["recovered"]
+    assert by_framework["ddp"]["curve_after_resume_identical"] is True
+    assert 0 <= by_framework["ddp"]["steps_lost"] <= 8 and 0 <= by_framework["horovod"]["steps_lost"] <= 8
+    assert "| DDP (torchrun restarts) | kill | yes |" in (out / "faults.md").read_text()
