@@ -41,17 +41,14 @@ def group_world_size(run: RunRecord) -> int:
     return run.data_world_size if run.framework == "reference" else run.world_size
 
 
+def identity(run: RunRecord) -> dict:
+    """Which run this is, in every list of runs the analysis returns."""
+    return {"framework": run.framework, "world_size": run.world_size, "data_world_size": run.data_world_size,
+            "seed": run.seed, "status": run.status, "path": str(run.path)}
+
+
 def failure(run: RunRecord) -> dict:
-    entry = {
-        "framework": run.framework,
-        "world_size": run.world_size,
-        "data_world_size": run.data_world_size,
-        "seed": run.seed,
-        "status": run.status,
-        "path": str(run.path),
-        "error": run.error,
-        "steps_recorded": len(run.steps),
-    }
+    entry = {**identity(run), "error": run.error, "steps_recorded": len(run.steps)}
     if run.meta.get("log_tail"):
         entry["log_tail"] = run.meta["log_tail"]
     return entry
@@ -337,17 +334,7 @@ def coverage_notes(groups: dict[tuple[str, int], Group]) -> list[str]:
 
 
 def run_summary(run: RunRecord) -> dict:
-    return {
-        "framework": run.framework,
-        "world_size": run.world_size,
-        "data_world_size": run.data_world_size,
-        "seed": run.seed,
-        "status": run.status,
-        "path": str(run.path),
-        "steps": len(run.steps),
-        "final_loss": run.final_loss,
-        "final_eval": run.final_eval,
-    }
+    return {**identity(run), "steps": len(run.steps), "final_loss": run.final_loss, "final_eval": run.final_eval}
 
 
 def analyse(runs: list[RunRecord], *, warmup: int = 5, k: int = STEP_K, rtol: float = STEP_RTOL,
