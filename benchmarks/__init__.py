@@ -1,0 +1,1 @@
+"""Reference programs that `python -m compare bench` launches: bare training loops and an allreduce sweep."""
