@@ -5,6 +5,7 @@
   report  rebuild the report from run records already on disk
   matrix  every training feature, in its idiomatic form on each side, compared at np 2
   faults  kill, exit or stop a worker and compare how each framework recovers
+  bench   harness overhead, allreduce bandwidth, tuning sweep, start-up (docs/benchmarks.md)
 
 Exit status: 0 parity holds (or cannot be decided), 1 parity fails, 2 usage or input error, 3 a run failed.
 """
@@ -101,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument("--collective-timeout", type=float, default=20, help="seconds before a stopped worker fails")
     faults.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
 
+    from compare.bench import add_parser as add_bench_parser
+
+    add_bench_parser(commands)
+
     report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=defaults)
     report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
     _analysis_arguments(report)
@@ -121,6 +126,10 @@ def _analysis_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         ns = build_parser().parse_args(argv)
+        if ns.command == "bench":
+            from compare.bench import run_bench
+
+            return run_bench(ns)
         if hasattr(ns, "warmup") and (ns.warmup < 0 or ns.k <= 0 or ns.rtol <= 0 or ns.margin_sd <= 0):
             raise CompareUsageError("--warmup must be >= 0, and --k, --rtol and --margin-sd positive")
         if ns.command == "run":

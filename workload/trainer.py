@@ -23,7 +23,7 @@ from workload.backend import Backend
 from workload.checkpoint import Position
 from workload.options import Options, UsageError
 from workload.record import RunRecorder
-from workload.workloads import WORKLOADS, loss_and_correct, with_batch_norm
+from workload.workloads import WORKLOADS, loss_and_correct, training_loss, with_batch_norm
 
 # Per-step values gathered from every rank: the loss is averaged, the times take the slowest rank.
 TIME_KEYS = ("step_time_s", "data_s", "forward_s", "backward_s", "optimizer_s")
@@ -263,10 +263,10 @@ class Trainer:
             t1 = time.perf_counter()
             with backend.no_sync(self.model, sync=index == micro - 1):
                 with self._autocast():
-                    loss, _ = loss_and_correct(self.model(x), y)
+                    loss = training_loss(self.model(x), y)
                 self._sync()
                 t2 = time.perf_counter()
-                scaled = loss / micro
+                scaled = loss / micro if micro > 1 else loss
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
                 self._sync()
             t3 = time.perf_counter()
@@ -287,7 +287,8 @@ class Trainer:
         backend.optimizer_step(self.optimizer, step, synchronized)
         if self.scaler:
             self.scaler.update()
-        self.scheduler.step()
+        if options.warmup_steps:  # the only schedule; without warm-up the rate is constant
+            self.scheduler.step()
         self._sync()
         t5 = time.perf_counter()
         times["optimizer_s"] = t5 - t4

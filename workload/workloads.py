@@ -226,10 +226,12 @@ WORKLOADS: dict[str, WorkloadSpec] = {
 }
 
 
+def training_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy (per token for the language model)."""
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
 def loss_and_correct(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy and the number of correct predictions (per token for the language model)."""
-    flat_logits = logits.reshape(-1, logits.shape[-1])
-    flat_targets = targets.reshape(-1)
-    loss = nn.functional.cross_entropy(flat_logits, flat_targets)
-    correct = (flat_logits.argmax(dim=1) == flat_targets).sum()
-    return loss, correct
+    """Mean cross-entropy and the number of correct predictions, for evaluation."""
+    correct = (logits.reshape(-1, logits.shape[-1]).argmax(dim=1) == targets.reshape(-1)).sum()
+    return training_loss(logits, targets), correct
