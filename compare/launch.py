@@ -110,8 +110,19 @@ _RANK_PATTERNS = (
 )
 
 
+_TORCHRUN_ENTRY = re.compile(r"\brank\s*:\s*(\d+) \(local_rank.*?\n\s*exitcode\s*:\s*(-?\d+)")
+
+
 def failing_rank(log: str) -> int | None:
-    """The rank that failed first, as the launcher's own failure summary names it."""
+    """The rank that failed first, as the launcher's own failure summary names it.
+
+    torchrun's "Root Cause" is only the first failure it happened to observe; when one rank crashed and
+    the others only followed (exit status 1 from their one-line error, or torchrun's own SIGTERM), the
+    crashed one is the cause."""
+    entries = {int(rank): int(code) for rank, code in _TORCHRUN_ENTRY.findall(log)}
+    causes = [rank for rank, code in entries.items() if code not in (1, -15)]
+    if len(causes) == 1:
+        return causes[0]
     for pattern in _RANK_PATTERNS:
         match = pattern.search(log)
         if match:
