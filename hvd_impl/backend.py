@@ -60,7 +60,8 @@ class HorovodBackend:
         if options.cycle_time_ms is not None:
             os.environ["HOROVOD_CYCLE_TIME"] = str(options.cycle_time_ms)
         if options.collective_timeout is not None:
-            # Gloo operations time out; on MPI, the stall inspector shuts a stalled job down.
+            # Gloo operations time out, and the stall inspector may shut a stalled job down. Seen here: on MPI
+            # a stopped rank blocks the negotiation itself and nothing fires; the launcher's timeout is the last line.
             seconds = max(1, int(options.collective_timeout))
             os.environ["HOROVOD_GLOO_TIMEOUT_SECONDS"] = str(seconds)
             os.environ["HOROVOD_STALL_CHECK_TIME_SECONDS"] = str(max(1, seconds // 2))
