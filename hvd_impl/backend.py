@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import Callable, Iterator
 
 import horovod
 import horovod.torch as hvd
 import psutil
 import torch
+from horovod.common.exceptions import HorovodInternalError
 from torch import nn
 
 from workload.backend import ReduceOp
@@ -44,6 +46,29 @@ def _under_horovodrun_mpi() -> bool:
                 and "-x NCCL_SOCKET_IFNAME=" in cmdline[2]:
             return True
     return False
+
+
+def describe_peers(peers: list[tuple[str, int]]) -> str:
+    """The state of the other ranks' processes that this host can see: stopped, gone or running."""
+    host = socket.gethostname()
+    found, remote = [], []
+    for rank, (peer_host, pid) in enumerate(peers):
+        if (peer_host, pid) == (host, os.getpid()):
+            continue
+        if peer_host != host:
+            remote.append(rank)
+            continue
+        try:
+            status = psutil.Process(pid).status()
+        except psutil.NoSuchProcess:
+            status = "gone"
+        if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            found.append(f"rank {rank} (pid {pid}) is stopped")
+        elif status in ("gone", psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            found.append(f"rank {rank} (pid {pid}) has exited")
+    if remote:
+        found.append(f"rank{'s' if len(remote) > 1 else ''} {', '.join(map(str, remote))} on other hosts not checked")
+    return "; ".join(found) if found else "every rank on this host is still running"
 
 
 class HorovodBackend:
@@ -78,6 +103,10 @@ class HorovodBackend:
         if options.adasum and not hvd.mpi_enabled():
             raise UsageError("--adasum needs Horovod's MPI operations: launch with horovodrun --mpi (or mpirun)")
         self.launcher = _launcher()
+        # Horovod has no tool that names a rank which stopped answering (its stall inspector runs in the
+        # negotiation that the stopped rank blocks), so the ranks note each other's host and pid to look.
+        self._peers = (hvd.allgather_object((socket.gethostname(), os.getpid()))
+                       if options.collective_timeout is not None and hvd.size() > 1 else None)
 
     # Asked each time: an elastic job changes size and ranks as workers leave and join.
     @property
@@ -147,8 +176,17 @@ class HorovodBackend:
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         return hvd.allreduce(tensor, op=_OPS[op], name=f"metrics.{op}")
 
+    def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return hvd.allgather(tensor, name="metrics.gather")
+
     def barrier(self) -> None:
         hvd.barrier()
+
+    def explain_failure(self, error: BaseException) -> str | None:
+        # Only for a failure of Horovod itself; an elastic job's ranks change on each reset.
+        if self._peers is None or self.options.elastic or not isinstance(error, HorovodInternalError):
+            return None
+        return describe_peers(self._peers)
 
     def shutdown(self) -> None:
         hvd.shutdown()

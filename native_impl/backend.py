@@ -87,6 +87,10 @@ class DDPBackend:
         dist.init_process_group(self.comm_backend, timeout=timeout, device_id=device_id,
                                 **_restart_rendezvous(timeout))
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
+        # A second, gloo-only group for monitored_barrier, which names the ranks that stop answering: the
+        # training group may be stuck in the collective that timed out.
+        self._health = (dist.new_group(backend="gloo", timeout=timeout)
+                        if options.collective_timeout is not None and self.size > 1 else None)
         self.device_ids = [self.local_rank] if options.device == "cuda" else None
 
     def data_shards(self) -> tuple[int, list[int]]:
@@ -142,8 +146,24 @@ class DDPBackend:
         dist.all_reduce(result, op=_OPS[op])
         return result / dist.get_world_size() if op == "mean" else result
 
+    def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
+        result = tensor.new_empty((dist.get_world_size() * tensor.shape[0], *tensor.shape[1:]))
+        dist.all_gather_into_tensor(result, tensor.contiguous())
+        return result
+
     def barrier(self) -> None:
         dist.barrier()
+
+    def explain_failure(self, error: BaseException) -> str | None:
+        # Only for a failure of the collectives (a timeout, a lost connection), not of this rank's own code.
+        if self._health is None or not (isinstance(error, dist.DistError) or "gloo" in str(error).lower()):
+            return None
+        wait = timedelta(seconds=min(10.0, self.options.collective_timeout or 10.0))
+        try:
+            dist.monitored_barrier(group=self._health, timeout=wait, wait_all_ranks=True)
+        except RuntimeError as exc:  # "Ranks 1 failed to pass monitoredBarrier in 10000 ms"
+            return f"monitored_barrier: {str(exc).strip().splitlines()[0]}"
+        return "monitored_barrier: every rank still answers"
 
     def shutdown(self) -> None:
         # Leave together: a rank that tears gloo down while another still flushes its last collective

@@ -38,7 +38,7 @@ def test_torchrun_restart_resumes_from_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "horovodrun-gloo"])
-def test_stopped_worker_fails_within_a_bounded_time(tmp_path, horovod_built, launcher):
+def test_stopped_worker_fails_within_a_bounded_time_naming_it(tmp_path, horovod_built, launcher):
     fault = ["--fail-at-step", "5", "--fail-rank", "1", "--fail-mode", "hang", "--collective-timeout", "10",
              "--out", str(tmp_path)]
     started = time.monotonic()
@@ -51,7 +51,39 @@ def test_stopped_worker_fails_within_a_bounded_time(tmp_path, horovod_built, lau
     assert result.returncode != 0
     assert elapsed < 120, f"took {elapsed:.0f} s"
     assert "Timed out" in result.stdout + result.stderr
-    assert read_meta(tmp_path)["status"] != "ok"
+    meta = read_meta(tmp_path)
+    assert meta["status"] == "failed"
+    # The error names the stopped rank: DDP through monitored_barrier, Horovod by looking at its peers.
+    named = "Ranks 1 failed to pass monitoredBarrier" if launcher == "torchrun" else "rank 1 (pid "
+    assert named in meta["error"], meta["error"]
+    assert named in result.stdout + result.stderr
+
+
+def test_horovod_peer_description_tells_stopped_from_exited(horovod_built):
+    import os
+    import signal
+    import socket
+    import subprocess
+
+    from hvd_impl.backend import describe_peers
+
+    host = socket.gethostname()
+    stopped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        os.kill(stopped.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        text = describe_peers([(host, os.getpid()), (host, stopped.pid), (host, exited.pid), (host, running.pid),
+                               ("elsewhere", 1)])
+    finally:
+        for process in (stopped, running):
+            process.kill()
+            process.wait()
+    assert text == (f"rank 1 (pid {stopped.pid}) is stopped; rank 2 (pid {exited.pid}) has exited; "
+                    "rank 4 on other hosts not checked")
+    assert describe_peers([(host, os.getpid()), (host, os.getpid() + 10**7)]).startswith("rank 1 (pid")
 
 
 def test_elastic_horovod_goes_on_after_a_killed_worker(tmp_path, horovod_built):

@@ -66,7 +66,16 @@ class Backend(Protocol):
         """Reduce a metric tensor over ranks; returns a new tensor."""
         ...
 
+    def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every rank's tensor, concatenated along the first dimension in rank order."""
+        ...
+
     def barrier(self) -> None: ...
+
+    def explain_failure(self, error: BaseException) -> str | None:
+        """After a failed step: which ranks stopped answering, in words (None when it cannot tell).
+        Called on every rank that is still alive, before shutdown()."""
+        ...
 
     def shutdown(self) -> None: ...
 

@@ -58,7 +58,8 @@ def one_line(exc: BaseException) -> str:
     failing process there)."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     text = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
+    notes = "".join(f" [{note}]" for note in getattr(exc, "__notes__", []))  # e.g. which rank stopped answering
+    return f"{type(exc).__name__}: {text}".rstrip(": ") + notes
 
 
 def _save_traceback(out: Path, rank: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -63,12 +63,18 @@ class RunRecorder:
         self._metrics.flush()
 
     @contextlib.contextmanager
-    def failure_recorded(self) -> Iterator[None]:
-        """Whatever ends the run early, run.json says so (and with what) before it propagates."""
+    def failure_recorded(self, explain: Callable[[BaseException], str | None] | None = None) -> Iterator[None]:
+        """Whatever ends the run early, run.json says so (and with what) before it propagates.
+
+        `explain` adds what the framework can tell about the other ranks (which one stopped answering)."""
         try:
             yield
         except BaseException as exc:
-            self.finish("failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+            note = explain(exc) if explain is not None and isinstance(exc, Exception) else None
+            if note:
+                exc.add_note(note)
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            self.finish("failed", error=f"{error} [{note}]" if note else error)
             raise
 
     def _earlier_lines(self, resume_step: int) -> list[str]:

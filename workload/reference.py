@@ -61,8 +61,14 @@ class ReferenceBackend:
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         return tensor.clone()
 
+    def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.clone()
+
     def barrier(self) -> None:
         pass
+
+    def explain_failure(self, error: BaseException) -> str | None:
+        return None
 
     def shutdown(self) -> None:
         pass
