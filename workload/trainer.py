@@ -120,8 +120,10 @@ class MetricBuffer:
         local = torch.zeros(rows, 2 + len(TIME_KEYS), dtype=torch.float64)
         if self.rows:
             local[: len(self.rows)] = torch.tensor(self.rows, dtype=torch.float64)
-        sums = backend.allreduce(local[:, :2].contiguous(), "sum")
-        slowest = backend.allreduce(local[:, 2:].contiguous(), "max")
+        # One collective per drain (each costs Horovod a negotiation cycle): gather, then reduce here.
+        gathered = backend.allgather(local).view(-1, rows, local.shape[1])
+        sums = gathered[:, :, :2].sum(dim=0)
+        slowest = gathered[:, :, 2:].amax(dim=0)
         entries = []
         for i, info in enumerate(self.info):
             entry = {"kind": "step", **info, "loss": float(sums[i, 0] / sums[i, 1])}
@@ -382,7 +384,7 @@ class Trainer:
     def train(self) -> Path:
         self.setup()
         self.recorder.start(self.record_meta(), resume_step=self.start.step if self.resume_path else None)
-        with self.recorder.failure_recorded():
+        with self.recorder.failure_recorded(explain=self.backend.explain_failure):
             step = self.run_epochs()
         self.recorder.finish("ok", steps=step)
         return self.recorder.out
