@@ -74,13 +74,14 @@ def executable(name: str) -> str:
 
 
 def build_launch(framework: str, world_size: int, options: Options, run_root: Path, *,
-                 horovod_controller: str = "mpi", launcher: str = "cli") -> Launch:
+                 horovod_controller: str = "mpi", launcher: str = "cli",
+                 extra_env: dict[str, str] | None = None) -> Launch:
     """launcher "cli" uses horovodrun / torchrun; "spawn" starts the workers from Python
     (horovod.run / torch.multiprocessing.spawn)."""
     argv = to_argv(options, out=run_root, seeds=options.seeds)
     threads = str(options.threads)
     # torchrun sets OMP_NUM_THREADS=1 and horovodrun sets nothing: give both the same thread count.
-    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     if framework in ("horovod", "ddp") and launcher == "spawn":
         module = "hvd_impl" if framework == "horovod" else "native_impl"
         command = [sys.executable, "-m", module, "--spawn", str(world_size), *argv]

@@ -117,7 +117,19 @@ def verdict_blocks(analysis: dict) -> list[Block]:
         Heading(1, f"Horovod vs DDP: parity {verdict['parity']}"),
         Para(f"**Parity {verdict['parity']}.** {verdict['parity_evidence']}"),
         Para(f"**Speed:** {verdict['speed']}."),
+        *([Para(f"**Compared:** {compared(analysis['tuning'])}.")] if analysis.get("tuning") else []),
     ]
+
+
+def compared(tuning: dict) -> str:
+    """Which configurations ran: the frameworks' defaults, or the tuned settings and where they came from."""
+    if tuning["configuration"] != "tuned":
+        return "defaults vs defaults (`--tuned FILE` compares tuned settings)"
+    settings = []
+    for name, label in (("horovod", "Horovod"), ("ddp", "DDP")):
+        parts = [*tuning["args"].get(name, []), *(f"{k}={v}" for k, v in sorted(tuning["env"].get(name, {}).items()))]
+        settings.append(f"{label} `{' '.join(parts)}`" if parts else f"{label} at its defaults")
+    return f"tuned vs tuned, from `{tuning['source']}`: {', '.join(settings)}"
 
 
 def verdict_cell(passed: bool | None, reason: str | None) -> str:

@@ -15,6 +15,7 @@ from compare.launch import Launch, Outcome, build_launch, run_launch, steps_done
 from compare.progress import ProgressReporter
 from compare.records import RecordError, RunRecord, find_runs, load_run
 from compare.report import summary_table, write_report
+from compare.tuning import load_tuning, mismatch
 from workload import environment
 from workload.options import Options, UsageError, check_writable, options_from_namespace, validate
 from workload.trainer import planned_steps
@@ -31,6 +32,8 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     if ns.seeds is None:
         options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
     validate(options)
+    tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
+    framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
     data = WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir)
     launches = []
@@ -39,9 +42,10 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
             raise UsageError(f"--np values must be positive, got {world_size}")
         planned_steps(options, len(data.train), world_size)  # fails early: too few samples for this np
         for framework in ns.frameworks:
-            launches.append(build_launch(framework, world_size, options,
+            launches.append(build_launch(framework, world_size, framework_options[framework],
                                          ns.out / "runs" / f"{framework}-np{world_size}",
-                                         horovod_controller=ns.horovod_controller, launcher=ns.launcher))
+                                         horovod_controller=ns.horovod_controller, launcher=ns.launcher,
+                                         extra_env=tuning.env.get(framework)))
         if reference and world_size > 1:
             launches.append(build_launch("reference", world_size, options,
                                          ns.out / "runs" / f"reference-np{world_size}"))
@@ -51,6 +55,9 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
 def run_suite(ns: argparse.Namespace) -> int:
     launches, options, train_samples = plan(ns)
     check_writable(ns.out)
+    print(f"comparing {ns.tuning.describe()}", flush=True)
+    if (warning := mismatch(ns.tuning, options)) is not None:
+        print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
     total = sum(planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches)
     reporter = ProgressReporter(total)
     outcomes: list[Outcome] = []
@@ -93,11 +100,17 @@ def _report(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcome
     analysis["failures"] = launch_failures + analysis["failures"]
     commands = [o.launch.shell_line() for o in outcomes] if outcomes else None
     env = {"machine": environment.host_info(), "comparison_wall_s": round(wall_s, 1) if wall_s else None}
+    tuning = getattr(ns, "tuning", None)
+    if tuning is not None:
+        env["compared"] = tuning.describe()
+        analysis["tuning"] = tuning.record()
     paths = write_report(out, runs, analysis, commands=commands, environment=env if outcomes else None)
     print(summary_table(analysis))
     verdict = analysis["verdict"]
     print(f"\nparity: {verdict['parity']} ({verdict['parity_evidence']})")
     print(f"speed: {verdict['speed']}")
+    if tuning is not None:
+        print(f"compared: {tuning.describe()}")
     if wall_s is not None:
         print(f"wall time: {wall_s:.0f} s")
     print(f"report: {paths['md']}  (also {paths['html'].name}, {paths['json'].name})")

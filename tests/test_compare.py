@@ -21,6 +21,7 @@ def test_end_to_end_np2(tmp_path, horovod_built):
     out = tmp_path / "cmp"
     result = ok(compare("run", "--np", "2", "--seeds", "0,1", *SMALL, "--out", str(out)))
     assert "parity: holds" in result.stdout
+    assert "compared: defaults vs defaults" in result.stdout
     assert "report:" in result.stdout
     report = json.loads((out / "report.json").read_text())
     assert report["schema_version"] == 1
@@ -45,6 +46,27 @@ def test_end_to_end_np2(tmp_path, horovod_built):
     # check: the records of the two frameworks, directly
     checked = ok(compare("check", str(out / "runs" / "horovod-np2"), str(out / "runs" / "ddp-np2")))
     assert "parity holds" in checked.stdout
+
+
+def test_tuned_against_tuned(tmp_path, horovod_built):
+    tuned = tmp_path / "tuned.json"  # the format `compare bench` writes
+    tuned.write_text(json.dumps({"horovod": ["--cycle-time-ms", "2", "--fusion-threshold-mb", "0"],
+                                 "ddp": ["--bucket-cap-mb", "1"], "env": {"horovod": {}, "ddp": {"GLOO_NTHREADS": "1"}},
+                                 "tuned_for": {"workload": "digits"}}))
+    out = tmp_path / "cmp"
+    result = ok(compare("run", "--np", "2", "--seeds", "0", *SMALL, "--reference", "off", "--tuned", str(tuned),
+                        "--out", str(out)))
+    assert "parity: holds" in result.stdout
+    assert "compared: tuned vs tuned" in result.stdout
+    assert "was tuned for workload digits (here mlp)" in result.stderr
+    assert "**Compared:** tuned vs tuned" in (out / "report.md").read_text()
+    horovod = json.loads((out / "runs" / "horovod-np2" / "run.json").read_text())
+    ddp = json.loads((out / "runs" / "ddp-np2" / "run.json").read_text())
+    assert horovod["env"]["HOROVOD_CYCLE_TIME"] == "2.0" and horovod["env"]["HOROVOD_FUSION_THRESHOLD"] == "0"
+    assert ddp["options"]["bucket_cap_mb"] == 1 and horovod["options"]["bucket_cap_mb"] is None
+    report = json.loads((out / "report.json").read_text())
+    assert report["analysis"]["tuning"]["configuration"] == "tuned"
+    assert "GLOO_NTHREADS=1" in " ".join(report["commands"])
 
 
 def test_a_failed_run_is_reported_and_the_rest_analysed(tmp_path, horovod_built):
@@ -130,8 +152,16 @@ def test_corrupt_record_is_one_line_naming_file_and_line(tmp_path):
     (["run", "--np", "64", "--dataset-size", "100"], "leaves no full batch per worker"),
     (["run", "--batch-size", "0"], "--batch-size must be a positive integer"),
     (["report", "/nonexistent/dir"], "no such directory"),
+    (["run", "--tuned", "/nonexistent/tuned.json"], "--tuned /nonexistent/tuned.json: No such file"),
+    (["run", "--tuned", "BAD_JSON"], "not JSON"),
+    (["run", "--tuned", "BAD_ARGS"], "horovod's arguments --fusion-threshold-mb lots"),
 ])
 def test_bad_input(tmp_path, args, message):
+    files = {"BAD_JSON": "{not json", "BAD_ARGS": json.dumps({"horovod": ["--fusion-threshold-mb", "lots"]})}
+    for name, text in files.items():
+        if name in args:
+            (tmp_path / name).write_text(text)
+            args = [str(tmp_path / name) if a == name else a for a in args]
     result = compare(*args, "--out", str(tmp_path / "o")) if args[0] == "run" else compare(*args)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
