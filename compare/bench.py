@@ -469,11 +469,13 @@ def decomposition(sweeps: dict[str, dict], overhead: list[dict]) -> list[dict]:
     """The np 2 step of each framework's bare loop at default settings, measured inside the step by a probe
     interleaved with it in the same process: data, compute (forward and backward until the last gradients
     are handed to communication), exposed communication (the wait from then until the averaged gradients
-    are there), optimizer. Means, because means add up: accounted = the phases summed over the mean default
-    step (either way round). Then each part against its floor (medians): compute against the same step
-    with no communication (at np 2, and the bare step at np 1); the exposed wait against sync (meeting the
-    other rank once per step, no bytes) plus wire (the gradients' bytes: an allreduce of them minus one of
-    one number)."""
+    are there), optimizer. Means, because means add up: accounted = the phases summed over the mean of the
+    same steps as measured around the whole step (the slowest rank's), either way round; the probe's steps
+    against the default blocks' (medians) says whether the probed step is the default step, since blocks
+    of the same step vary by more than the probe costs. Then each part against its floor (medians): compute
+    against the same step with no communication (at np 2, and the bare step at np 1); the exposed wait
+    against sync (meeting the other rank once per step, no bytes) plus wire (the gradients' bytes: an
+    allreduce of them minus one of one number)."""
     rows = []
     for framework in ("ddp", "horovod"):
         sweep = sweeps.get(framework)
@@ -488,11 +490,14 @@ def decomposition(sweeps: dict[str, dict], overhead: list[dict]) -> list[dict]:
         np1 = _median(t for e in overhead if (e["variant"], e["framework"], e["world_size"]) == ("bare", framework, 1)
                       and e["ok"] for t in e["step_times"])
         total = sum(phases.values())
+        probe = by_name["step, phases timed"]["mean_s"]
         rows.append({"framework": framework, "controller": sweep["controller"], "step_mean_s": step,
                      "step_median_s": by_name["default"]["median_s"], **phases,
-                     "rest_s": phases["data_s"] + phases["optimizer_s"], "unaccounted_s": step - total,
-                     "accounted": min(total, step) / max(total, step),
-                     "probe_step_mean_s": by_name["step, phases timed"]["mean_s"], "no_comm_step_s": alone,
+                     "rest_s": phases["data_s"] + phases["optimizer_s"], "unaccounted_s": probe - total,
+                     "accounted": min(total, probe) / max(total, probe),
+                     "accounted_vs_default_blocks": min(total, step) / max(total, step),
+                     "probe_over_default": by_name["step, phases timed"]["median_s"] / by_name["default"]["median_s"],
+                     "probe_step_mean_s": probe, "no_comm_step_s": alone,
                      "np1_step_s": np1, "sync_s": sync, "wire_s": wire,
                      "floors_explain": (alone + sync + wire) / by_name["default"]["median_s"],
                      # the most a bucket or fusion setting could win: all the bytes hidden behind compute
@@ -710,18 +715,22 @@ def markdown(result: dict) -> str:
                         "which add up): compute = zero_grad, forward and backward until the last gradients are "
                         "handed to communication; exposed = the wait from then until the averaged gradients are "
                         "there (DDP: the rest of backward(); Horovod: optimizer.synchronize()); rest = data + "
-                        "optimizer step. accounted = the phases summed over the mean default step (either way "
-                        "round). Floors (medians of probes in the same process): the same step with no "
+                        "optimizer step. accounted = the phases summed over the mean of the same steps timed "
+                        "whole (the slowest rank's), either way round; probed/default = the probe's median step "
+                        "over the default blocks' median (is the probed step the default step?). Floors "
+                        "(medians of probes in the same process): the same step with no "
                         "communication; sync = (that step + an allreduce of one number) - that step; wire = "
                         "allreduce of the gradients - allreduce of one number. overlap bound = step / (step - "
                         "min(wire, compute)): the most a bucket or fusion setting could win by hiding all the "
                         "bytes behind compute. floors explain = (no-comm step + sync + wire) / median step: how "
                         "much of the step these independent probes predict."),
-                   Table(["framework", "step ms (mean)", "compute ms", "exposed comm ms", "rest ms", "accounted",
-                          "step ms (median)", "no-comm step ms", "np 1 step ms", "sync floor ms", "wire floor ms",
+                   Table(["framework", "probed step ms (mean)", "compute ms", "exposed comm ms", "rest ms",
+                          "accounted", "probed/default", "default step ms (median)", "no-comm step ms",
+                          "np 1 step ms", "sync floor ms", "wire floor ms",
                           "floors explain", "overlap bound"],
-                         [[f"{r['framework']} ({r['controller']})", _ms(r["step_mean_s"]), _ms(r["compute_s"]),
-                           _ms(r["exposed_s"]), _ms(r["rest_s"]), _x(r["accounted"]), _ms(r["step_median_s"]),
+                         [[f"{r['framework']} ({r['controller']})", _ms(r["probe_step_mean_s"]), _ms(r["compute_s"]),
+                           _ms(r["exposed_s"]), _ms(r["rest_s"]), _x(r["accounted"]), _x(r["probe_over_default"]),
+                           _ms(r["step_median_s"]),
                            _ms(r["no_comm_step_s"]), _ms(r["np1_step_s"]), _ms(r["sync_s"]), _ms(r["wire_s"]),
                            _x(r["floors_explain"]), _x(r["overlap_bound"])] for r in result["decomposition"]])]
     if result.get("sweeps"):

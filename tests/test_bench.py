@@ -11,6 +11,7 @@ import sys
 import pytest
 from conftest import ok, run
 
+from compare.tuning import load_tuning
 from workload.options import parse_options
 
 pytestmark = pytest.mark.slow
@@ -39,7 +40,8 @@ def test_bench_quick_writes_well_formed_results(tmp_path, horovod_built):
     assert [row["framework"] for row in bench["decomposition"]] == ["ddp", "horovod"]
     for row in bench["decomposition"]:
         parts = row["compute_s"] + row["exposed_s"] + row["rest_s"]
-        assert parts + row["unaccounted_s"] == pytest.approx(row["step_mean_s"])
+        assert parts + row["unaccounted_s"] == pytest.approx(row["probe_step_mean_s"])
+        assert row["probe_over_default"] > 0
         assert 0 < row["accounted"] <= 1 and min(row["compute_s"], row["exposed_s"], row["rest_s"]) > 0
 
     assert {(r["framework"], r["world_size"]) for r in bench["overhead"]} == {("ddp", 2), ("horovod", 2)}
@@ -52,6 +54,7 @@ def test_bench_quick_writes_well_formed_results(tmp_path, horovod_built):
     for framework in ("horovod", "ddp"):
         assert isinstance(tuned[framework], list) and isinstance(tuned["env"][framework], dict)
         parse_options([*tuned[framework], "--out", str(tmp_path / "x")], "test", "")  # the implementations take it
+    assert load_tuning(out / "tuned.json").source == str(out / "tuned.json")  # and so does compare run --tuned
 
     text = (out / "bench.md").read_text()
     for heading in ("Harness overhead", "Allreduce bandwidth", "decomposed", "Tuning sweep", "Start-up"):
