@@ -148,7 +148,7 @@ class DDPBackend:
 
     def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
         result = tensor.new_empty((dist.get_world_size() * tensor.shape[0], *tensor.shape[1:]))
-        dist.all_gather_into_tensor(result, tensor.contiguous())
+        dist.all_gather_single(result, tensor.contiguous())
         return result
 
     def barrier(self) -> None:
