@@ -24,12 +24,20 @@ cd "$root"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then
-    step "installing Open MPI from Debian packages"
+# OpenSSH: the multi-host tests (tests/test_multihost.py) start their own sshd in each network namespace,
+# which horovodrun -H reaches over ssh.
+had_sshd=yes; [ -x /usr/sbin/sshd ] || had_sshd=no
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1 \
+        || ! command -v ssh >/dev/null 2>&1 || [ "$had_sshd" = no ]; then
+    step "installing Open MPI and OpenSSH from Debian packages"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
     $sudo_cmd apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
-        openmpi-bin libopenmpi-dev >/dev/null
+        openmpi-bin libopenmpi-dev openssh-server openssh-client >/dev/null
+    if [ "$had_sshd" = no ]; then
+        # The package starts a system-wide sshd where it can; the tests need none, so leave none running.
+        $sudo_cmd systemctl disable --now ssh >/dev/null 2>&1 || $sudo_cmd service ssh stop >/dev/null 2>&1 || true
+    fi
 fi
 mpirun --version | head -n 1
 
