@@ -258,6 +258,11 @@ def _option_differences(meta_a: dict, meta_b: dict) -> list[str]:
     return _differences(relevant(meta_a), relevant(meta_b))
 
 
+# Which interface or error handling a launcher uses: always differs between Horovod and DDP, never a cause.
+PLACEMENT_ENV = frozenset({"GLOO_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "NCCL_SOCKET_IFNAME",
+                           "TORCH_NCCL_ASYNC_ERROR_HANDLING"})
+
+
 def likely_causes(meta_a: dict, meta_b: dict, step: StepwiseResult) -> list[str]:
     """Human sentences on why two runs diverged: differing settings first, then what the step suggests."""
     if step.passed:
@@ -271,7 +276,9 @@ def likely_causes(meta_a: dict, meta_b: dict, step: StepwiseResult) -> list[str]
     meta_diffs = _differences(meta_a, meta_b, meta_keys)
     if meta_diffs:
         causes.append("run settings differ: " + ", ".join(meta_diffs))
-    env_diffs = _differences(meta_a.get("env") or {}, meta_b.get("env") or {})
+    env_a, env_b = ({k: v for k, v in (meta.get("env") or {}).items() if k not in PLACEMENT_ENV}
+                    for meta in (meta_a, meta_b))
+    env_diffs = _differences(env_a, env_b)
     if env_diffs:
         causes.append("environment differs: " + ", ".join(env_diffs))
 

@@ -364,3 +364,13 @@ def test_summary_table_is_aligned(tmp_path):
     assert lines[0].startswith("framework") and len(lines) == 4
     assert lines[2].startswith("Horovod") and lines[3].startswith("DDP")
     assert not any(math.isnan(float(x)) for x in lines[2].split()[2:5])
+
+
+def test_likely_causes_names_tuning_variables_but_not_the_interface_choice():
+    a = base_losses(0)
+    meta = {"options": {"lr": 0.05}, "seed": 0, "env": {"HOROVOD_GLOO_IFACE": "eth1", "OMP_NUM_THREADS": "1"}}
+    other = {**meta, "env": {"GLOO_SOCKET_IFNAME": "eth1", "OMP_NUM_THREADS": "2"}}
+    causes = likely_causes(meta, other, stepwise(a, a * 1.01))
+    environment = [c for c in causes if c.startswith("environment differs")]
+    assert environment and "OMP_NUM_THREADS" in environment[0], causes
+    assert "IFACE" not in environment[0] and "IFNAME" not in environment[0], causes
