@@ -188,6 +188,7 @@ def test_records_show_two_hosts(runs, hosts):
         assert (meta["framework"], meta["launcher"], meta["backend"], meta["world_size"]) == (
             framework, launcher, "gloo", 2)
         assert meta["host"]["hostname"] == hosts[0].name  # rank 0 ran on host 1, which writes the record
+        assert meta["hosts"] == [hosts[0].name, hosts[1].name]  # every rank's host, in rank order
         assert meta["env"][iface_variable] == IFACE
         assert meta["steps"] == STEPS
         steps = [json.loads(line)["step"] for line in (root / name / "metrics.jsonl").read_text().splitlines()

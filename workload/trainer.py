@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -78,6 +79,15 @@ def inject_fault(options: Options, rank: int, step: int) -> None:
         os.kill(os.getpid(), signal.SIGSTOP)
     else:
         os._exit(13)  # no clean-up, no goodbye to the other ranks: as a crash would
+
+
+def all_hosts(backend: Backend) -> list[str]:
+    """Every rank's host name in rank order, gathered as fixed-width bytes (a collective)."""
+    width = 64
+    name = socket.gethostname().encode()[:width]
+    mine = torch.zeros(1, width, dtype=torch.uint8)
+    mine[0, : len(name)] = torch.tensor(list(name), dtype=torch.uint8)
+    return [bytes(row.tolist()).rstrip(b"\0").decode(errors="replace") for row in backend.allgather(mine)]
 
 
 def steps_per_epoch(options: Options, train_samples: int, num_replicas: int) -> int:
@@ -229,6 +239,7 @@ class Trainer:
             "device": str(self.device),
             "versions": {**environment.versions(), **backend.versions()},
             "host": environment.host_info(),
+            "hosts": all_hosts(backend),
             "env": environment.tuning_env(),
             "data": {"train_samples": len(self.data.train), "test_samples": len(self.data.test),
                      "fingerprint": self.data.fingerprint()},
