@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--reference", choices=["auto", "on", "off"], default="auto",
                        help="also train one process on the same global batches (auto: on for mlp and digits)")
     suite.add_argument("--timeout", type=float, default=600, help="seconds allowed for each launch")
+    suite.add_argument("--network", choices=["auto", "private", "host"], default="auto",
+                       help="private: each launch in a network namespace of its own with only loopback, so "
+                            "nothing it listens on is reachable from outside (needs root); auto: private "
+                            "when possible")
     suite.add_argument("--tuned", type=Path, default=None, metavar="FILE",
                        help="compare tuned against tuned: each framework's settings from FILE (the tuned.json "
                             "that `compare bench` writes); without it, defaults against defaults")

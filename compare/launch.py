@@ -7,6 +7,7 @@ process tree is killed (so no orphan keeps a port), and the tail of its log name
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -35,6 +36,7 @@ class Launch:
     env: dict[str, str]
     run_root: Path  # the --out given to the implementation; seeds write run_root/seed-S
     log_path: Path
+    private_network: bool = False  # in a network namespace of its own, with loopback only
 
     @property
     def label(self) -> str:
@@ -73,11 +75,27 @@ def executable(name: str) -> str:
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
+# torchrun's rendezvous store and Horovod's driver bind every interface, whatever address they are
+# given; inside a network namespace whose only interface is loopback, every interface is loopback.
+PRIVATE_NETWORK = ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "private-network"]
+
+
+@functools.cache
+def private_network_available() -> bool:
+    """Whether a launch can run in a network namespace of its own (root, unshare and ip are needed)."""
+    if not (shutil.which("unshare") and shutil.which("ip")):
+        return False
+    try:
+        return subprocess.run([*PRIVATE_NETWORK, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def build_launch(framework: str, world_size: int, options: Options, run_root: Path, *,
                  horovod_controller: str = "mpi", launcher: str = "cli",
-                 extra_env: dict[str, str] | None = None) -> Launch:
+                 extra_env: dict[str, str] | None = None, private_network: bool = False) -> Launch:
     """launcher "cli" uses horovodrun / torchrun; "spawn" starts the workers from Python
-    (horovod.run / torch.multiprocessing.spawn)."""
+    (horovod.run / torch.multiprocessing.spawn). private_network: inside a loopback-only namespace."""
     argv = to_argv(options, out=run_root, seeds=options.seeds)
     threads = str(options.threads)
     # torchrun sets OMP_NUM_THREADS=1 and horovodrun sets nothing: give both the same thread count.
@@ -100,7 +118,10 @@ def build_launch(framework: str, world_size: int, options: Options, run_root: Pa
         command = [sys.executable, "-m", "workload.reference", "--emulate-world-size", str(world_size), *argv]
     else:
         raise ValueError(f"unknown framework {framework!r}")
-    return Launch(framework, world_size, options.seeds, command, env, run_root, run_root / "launch.log")
+    if private_network:
+        command = [*PRIVATE_NETWORK, *command]
+    return Launch(framework, world_size, options.seeds, command, env, run_root, run_root / "launch.log",
+                  private_network)
 
 
 _RANK_PATTERNS = (

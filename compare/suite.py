@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from compare.analysis import analyse
-from compare.launch import Launch, Outcome, build_launch, run_launch, steps_done
+from compare.launch import Launch, Outcome, build_launch, private_network_available, run_launch, steps_done
 from compare.progress import ProgressReporter
 from compare.records import RecordError, RunRecord, find_runs, load_run
 from compare.report import summary_table, write_report
@@ -33,6 +33,10 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
         options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
     validate(options)
     tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
+    network = getattr(ns, "network", "host")
+    if network == "private" and not private_network_available():
+        raise UsageError("--network private needs root, unshare and ip (iproute2): use --network host")
+    private = ns.private_network = network == "private" or (network == "auto" and private_network_available())
     framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
     data = WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir)
@@ -45,10 +49,10 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
             launches.append(build_launch(framework, world_size, framework_options[framework],
                                          ns.out / "runs" / f"{framework}-np{world_size}",
                                          horovod_controller=ns.horovod_controller, launcher=ns.launcher,
-                                         extra_env=tuning.env.get(framework)))
+                                         extra_env=tuning.env.get(framework), private_network=private))
         if reference and world_size > 1:
             launches.append(build_launch("reference", world_size, options,
-                                         ns.out / "runs" / f"reference-np{world_size}"))
+                                         ns.out / "runs" / f"reference-np{world_size}", private_network=private))
     return launches, options, len(data.train)
 
 
@@ -101,6 +105,9 @@ def _report(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcome
     commands = [o.launch.shell_line() for o in outcomes] if outcomes else None
     env = {"machine": environment.host_info(), "comparison_wall_s": round(wall_s, 1) if wall_s else None}
     tuning = getattr(ns, "tuning", None)
+    if hasattr(ns, "private_network"):
+        env["network"] = ("each launch in a network namespace of its own, loopback only" if ns.private_network
+                          else "the host's network (launchers' servers bind every interface)")
     if tuning is not None:
         env["compared"] = tuning.describe()
         analysis["tuning"] = tuning.record()

@@ -61,6 +61,25 @@ def test_single_host_workers_listen_on_loopback_only(tmp_path, horovod_built, la
     assert workers <= {"127.0.0.1", "::1"}, found
 
 
+@pytest.mark.parametrize("network", ["private", "host"])
+def test_compare_run_in_a_private_network_exposes_no_socket(tmp_path, horovod_built, network):
+    """compare run's default on a machine that allows it (root): every launch in a loopback-only network
+    namespace, so even the servers that bind every interface (torchrun's store, Horovod's driver) are out
+    of reach. With --network host the same watch sees them: the check can fail."""
+    from compare.launch import private_network_available
+
+    if network == "private" and not private_network_available() and not os.environ.get("CI"):
+        pytest.skip("network namespaces need root, unshare and ip")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    found = listening_addresses([sys.executable, "-m", "compare", "run", "--np", "2", "--seeds", "0", *JOB,
+                                 "--reference", "off", "--network", network, "--out", str(tmp_path)], env, timeout=300)
+    if network == "private":
+        assert found == {}, found
+        assert "loopback only" in (tmp_path / "report.md").read_text()
+    else:
+        assert {"0.0.0.0", "::"} & set().union(*found.values()), found  # the launchers' servers, seen
+
+
 def test_records_and_checkpoints_hold_no_secrets(tmp_path, horovod_built):
     """horovodrun hands its workers a secret key (_HOROVOD_SECRET_KEY); the user's environment may hold
     tokens. Neither may reach run.json, metrics or a checkpoint."""
