@@ -36,7 +36,6 @@ class Launch:
     env: dict[str, str]
     run_root: Path  # the --out given to the implementation; seeds write run_root/seed-S
     log_path: Path
-    private_network: bool = False  # in a network namespace of its own, with loopback only
 
     @property
     def label(self) -> str:
@@ -120,8 +119,7 @@ def build_launch(framework: str, world_size: int, options: Options, run_root: Pa
         raise ValueError(f"unknown framework {framework!r}")
     if private_network:
         command = [*PRIVATE_NETWORK, *command]
-    return Launch(framework, world_size, options.seeds, command, env, run_root, run_root / "launch.log",
-                  private_network)
+    return Launch(framework, world_size, options.seeds, command, env, run_root, run_root / "launch.log")
 
 
 _RANK_PATTERNS = (

@@ -258,9 +258,11 @@ def _option_differences(meta_a: dict, meta_b: dict) -> list[str]:
     return _differences(relevant(meta_a), relevant(meta_b))
 
 
-# Which interface or error handling a launcher uses: always differs between Horovod and DDP, never a cause.
-PLACEMENT_ENV = frozenset({"GLOO_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "NCCL_SOCKET_IFNAME",
-                           "TORCH_NCCL_ASYNC_ERROR_HANDLING"})
+# Which interface, timeouts and error handling a launcher uses: these always differ between Horovod and
+# DDP (each has its own), and none changes the numbers.
+LAUNCHER_ENV = frozenset({"GLOO_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE", "NCCL_SOCKET_IFNAME",
+                          "TORCH_NCCL_ASYNC_ERROR_HANDLING", "HOROVOD_GLOO_TIMEOUT_SECONDS",
+                          "HOROVOD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"})
 
 
 def likely_causes(meta_a: dict, meta_b: dict, step: StepwiseResult) -> list[str]:
@@ -276,7 +278,7 @@ def likely_causes(meta_a: dict, meta_b: dict, step: StepwiseResult) -> list[str]
     meta_diffs = _differences(meta_a, meta_b, meta_keys)
     if meta_diffs:
         causes.append("run settings differ: " + ", ".join(meta_diffs))
-    env_a, env_b = ({k: v for k, v in (meta.get("env") or {}).items() if k not in PLACEMENT_ENV}
+    env_a, env_b = ({k: v for k, v in (meta.get("env") or {}).items() if k not in LAUNCHER_ENV}
                     for meta in (meta_a, meta_b))
     env_diffs = _differences(env_a, env_b)
     if env_diffs:

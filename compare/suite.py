@@ -15,8 +15,9 @@ from compare.launch import Launch, Outcome, build_launch, private_network_availa
 from compare.progress import ProgressReporter
 from compare.records import RecordError, RunRecord, find_runs, load_run
 from compare.report import summary_table, write_report
-from compare.tuning import load_tuning, mismatch
+from compare.tuning import TUNING_RECORD, load_tuning, mismatch, tuning_from_record
 from workload import environment
+from workload.files import write_json_atomic
 from workload.options import Options, UsageError, check_writable, options_from_namespace, validate
 from workload.trainer import planned_steps
 from workload.workloads import WORKLOADS
@@ -60,7 +61,9 @@ def run_suite(ns: argparse.Namespace) -> int:
     launches, options, train_samples = plan(ns)
     check_writable(ns.out)
     print(f"comparing {ns.tuning.describe()}", flush=True)
-    if (warning := mismatch(ns.tuning, options)) is not None:
+    ns.out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(ns.out / TUNING_RECORD, ns.tuning.record())  # for `compare report` to say it again
+    if (warning := mismatch(ns.tuning, options, ns.horovod_controller)) is not None:
         print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
     total = sum(planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches)
     reporter = ProgressReporter(total)
@@ -182,4 +185,5 @@ def rebuild_report(ns: argparse.Namespace) -> int:
     root = ns.dir / "runs" if (ns.dir / "runs").is_dir() else ns.dir
     if not root.is_dir():
         raise RecordError(f"{ns.dir}: no such directory")
+    ns.tuning = tuning_from_record(ns.dir / TUNING_RECORD)
     return _report(ns.dir, find_runs(root), ns)

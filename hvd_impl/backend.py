@@ -62,6 +62,8 @@ def describe_peers(peers: list[tuple[str, int]]) -> str:
             status = psutil.Process(pid).status()
         except psutil.NoSuchProcess:
             status = "gone"
+        except psutil.Error:
+            status = "unknown"
         if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
             found.append(f"rank {rank} (pid {pid}) is stopped")
         elif status in ("gone", psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
@@ -106,7 +108,8 @@ class HorovodBackend:
         # Horovod has no tool that names a rank which stopped answering (its stall inspector runs in the
         # negotiation that the stopped rank blocks), so the ranks note each other's host and pid to look.
         self._peers = (hvd.allgather_object((socket.gethostname(), os.getpid()))
-                       if options.collective_timeout is not None and hvd.size() > 1 else None)
+                       if options.collective_timeout is not None and hvd.size() > 1 and not options.elastic
+                       else None)
 
     # Asked each time: an elastic job changes size and ranks as workers leave and join.
     @property
@@ -183,8 +186,8 @@ class HorovodBackend:
         hvd.barrier()
 
     def explain_failure(self, error: BaseException) -> str | None:
-        # Only for a failure of Horovod itself; an elastic job's ranks change on each reset.
-        if self._peers is None or self.options.elastic or not isinstance(error, HorovodInternalError):
+        # Only for a failure of Horovod itself. Not gathered under --elastic: its ranks change on each reset.
+        if self._peers is None or not isinstance(error, HorovodInternalError):
             return None
         return describe_peers(self._peers)
 

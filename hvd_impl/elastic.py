@@ -56,7 +56,7 @@ def _train_seed(options: Options, backend, seed: int) -> Path:
         trainer.recorder.rewind(state.step)  # steps after the last commit are trained again
         return trainer.run_epochs()
 
-    with trainer.recorder.failure_recorded(explain=backend.explain_failure):
+    with trainer.recorder.failure_recorded():
         step = run(state)
     trainer.recorder.finish("ok", steps=step, elastic_world_sizes=sizes)
     return trainer.out

@@ -76,15 +76,17 @@ class DDPBackend:
             torch.cuda.set_device(self.local_rank)
             self.comm_backend = "nccl"
             device_id = torch.device("cuda", self.local_rank)
+            group_backend = "cpu:gloo,cuda:nccl"  # gradients on NCCL; the metrics, gathered on the CPU, on gloo
         else:
             self.comm_backend = "gloo"
             device_id = None
+            group_backend = "gloo"
         if os.environ.get("MASTER_ADDR") in ("localhost", "127.0.0.1") and "GLOO_SOCKET_IFNAME" not in os.environ:
             # One host: keep gloo's own sockets on loopback too (seen here: without it, a group restarted by
             # torchrun --max-restarts hangs while connecting).
             os.environ["GLOO_SOCKET_IFNAME"] = "lo"
         timeout = timedelta(seconds=options.collective_timeout or 300)
-        dist.init_process_group(self.comm_backend, timeout=timeout, device_id=device_id,
+        dist.init_process_group(group_backend, timeout=timeout, device_id=device_id,
                                 **_restart_rendezvous(timeout))
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
         # A second, gloo-only group for monitored_barrier, which names the ranks that stop answering: the
@@ -161,8 +163,11 @@ class DDPBackend:
         wait = timedelta(seconds=min(10.0, self.options.collective_timeout or 10.0))
         try:
             dist.monitored_barrier(group=self._health, timeout=wait, wait_all_ranks=True)
-        except RuntimeError as exc:  # "Ranks 1 failed to pass monitoredBarrier in 10000 ms"
-            return f"monitored_barrier: {str(exc).strip().splitlines()[0]}"
+        except RuntimeError as exc:
+            if self.rank == 0:  # rank 0 waits for every rank: "Ranks 1 failed to pass monitoredBarrier in 10000 ms"
+                return f"monitored_barrier: {str(exc).strip().splitlines()[0]}"
+            # The others only hear from rank 0, which answers no one while a rank is missing.
+            return "monitored_barrier: rank 0 did not release the barrier (rank 0 names any rank that never arrived)"
         return "monitored_barrier: every rank still answers"
 
     def shutdown(self) -> None:

@@ -67,6 +67,9 @@ def test_tuned_against_tuned(tmp_path, horovod_built):
     report = json.loads((out / "report.json").read_text())
     assert report["analysis"]["tuning"]["configuration"] == "tuned"
     assert "GLOO_NTHREADS=1" in " ".join(report["commands"])
+    (out / "report.md").unlink()
+    ok(compare("report", str(out)))  # rebuilt from the records: it still says what was compared
+    assert "**Compared:** tuned vs tuned" in (out / "report.md").read_text()
 
 
 def test_a_failed_run_is_reported_and_the_rest_analysed(tmp_path, horovod_built):
@@ -155,12 +158,19 @@ def test_corrupt_record_is_one_line_naming_file_and_line(tmp_path):
     (["run", "--tuned", "/nonexistent/tuned.json"], "--tuned /nonexistent/tuned.json: No such file"),
     (["run", "--tuned", "BAD_JSON"], "not JSON"),
     (["run", "--tuned", "BAD_ARGS"], "horovod's arguments --fusion-threshold-mb lots"),
+    (["run", "--tuned", "UNFAIR"], "ddp's arguments change lr; tuning may change only"),
+    (["run", "--tuned", "THREADS_ENV"], "env.ddp sets OMP_NUM_THREADS"),
+    (["run", "--tuned", "ENV_LIST"], "expected an object with lists horovod, ddp"),
+    (["run", "--tuned", "BINARY"], "--tuned"),
 ])
 def test_bad_input(tmp_path, args, message):
-    files = {"BAD_JSON": "{not json", "BAD_ARGS": json.dumps({"horovod": ["--fusion-threshold-mb", "lots"]})}
+    files = {"BAD_JSON": b"{not json", "BAD_ARGS": json.dumps({"horovod": ["--fusion-threshold-mb", "lots"]}),
+             "UNFAIR": json.dumps({"ddp": ["--bucket-cap-mb", "1", "--lr", "9"]}),
+             "THREADS_ENV": json.dumps({"env": {"ddp": {"OMP_NUM_THREADS": "2"}}}),
+             "ENV_LIST": json.dumps({"env": ["x"]}), "BINARY": b"\xff\xfe\x00garbage"}
     for name, text in files.items():
         if name in args:
-            (tmp_path / name).write_text(text)
+            (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
             args = [str(tmp_path / name) if a == name else a for a in args]
     result = compare(*args, "--out", str(tmp_path / "o")) if args[0] == "run" else compare(*args)
     assert result.returncode == 2

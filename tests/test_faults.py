@@ -117,3 +117,19 @@ def test_compare_faults_command(tmp_path, horovod_built):
     assert by_framework["ddp"]["curve_after_resume_identical"] is True
     assert 0 <= by_framework["ddp"]["steps_lost"] <= 8 and 0 <= by_framework["horovod"]["steps_lost"] <= 8
     assert "| DDP (torchrun restarts) | kill | yes |" in (out / "faults.md").read_text()
+
+
+@pytest.mark.parametrize("explain,note", [
+    (lambda exc: "rank 1 (pid 7) is stopped", "rank 1 (pid 7) is stopped"),
+    (lambda exc: (_ for _ in ()).throw(PermissionError("denied")), "could not tell which rank failed: PermissionError"),
+])
+def test_a_failure_is_recorded_with_its_explanation_or_without(tmp_path, explain, note):
+    from workload.record import RunRecorder
+
+    recorder = RunRecorder(tmp_path, enabled=True)
+    recorder.start({"framework": "test"})
+    with pytest.raises(RuntimeError) as info, recorder.failure_recorded(explain=explain):
+        raise RuntimeError("Timed out waiting 10000ms")
+    assert info.value.__notes__ == [note]  # the original error goes on, with the note
+    meta = read_meta(tmp_path)
+    assert meta["status"] == "failed" and meta["error"] == f"RuntimeError: Timed out waiting 10000ms [{note}]"

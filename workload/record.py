@@ -70,7 +70,12 @@ class RunRecorder:
         try:
             yield
         except BaseException as exc:
-            note = explain(exc) if explain is not None and isinstance(exc, Exception) else None
+            note = None
+            if explain is not None and isinstance(exc, Exception):
+                try:
+                    note = explain(exc)
+                except Exception as why:  # the explanation must never hide the failure it explains
+                    note = f"could not tell which rank failed: {type(why).__name__}"
             if note:
                 exc.add_note(note)
             error = f"{type(exc).__name__}: {exc}".splitlines()[0]

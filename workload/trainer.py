@@ -131,7 +131,11 @@ class MetricBuffer:
         if self.rows:
             local[: len(self.rows)] = torch.tensor(self.rows, dtype=torch.float64)
         # One collective per drain (each costs Horovod a negotiation cycle): gather, then reduce here.
-        gathered = backend.allgather(local).view(-1, rows, local.shape[1])
+        gathered = backend.allgather(local)
+        if gathered.shape[0] != rows * backend.size:  # hvd.allgather takes any row counts; DDP's would fail
+            raise RuntimeError(f"metric rows differ between ranks: {gathered.shape[0]} gathered, "
+                               f"{rows} x {backend.size} expected")
+        gathered = gathered.view(backend.size, rows, local.shape[1])
         sums = gathered[:, :, :2].sum(dim=0)
         slowest = gathered[:, :, 2:].amax(dim=0)
         entries = []
