@@ -192,8 +192,8 @@ def write_result(out: Path, meta: dict, configs: list[dict], order: list[int], b
                  block_phases: list[list[list[float]]], reduce: Callable[[torch.Tensor, str], torch.Tensor],
                  rank: int, world_size: int) -> None:
     """Per configuration, its blocks' step times, each the slowest rank's (as the project records them),
-    and for the "phases" probe the phases of the rank that computed longest in that step (the one the
-    step waited for). Every rank calls this (the reductions are collectives); rank 0 writes."""
+    and for the "phases" probe the phases of the slowest rank in that step (the one whose time is the
+    step's). Every rank calls this (the reductions are collectives); rank 0 writes."""
     times = reduce(torch.tensor(block_times, dtype=torch.float64), "max").tolist()
     mine = torch.tensor(block_phases, dtype=torch.float64)  # blocks x steps x phases
     every = torch.zeros(world_size, *mine.shape, dtype=torch.float64)
@@ -201,7 +201,8 @@ def write_result(out: Path, meta: dict, configs: list[dict], order: list[int], b
     every = reduce(every, "sum")
     if rank != 0:
         return
-    slowest = (every[..., 0] + every[..., 1]).argmax(dim=0)  # blocks x steps: whose data + compute was longest
+    # A step's time is the slowest rank's, so the step decomposed is that rank's: its phases add up to it.
+    slowest = every.sum(dim=-1).argmax(dim=0)  # blocks x steps
     phases = every.gather(0, slowest[None, ..., None].expand(1, *mine.shape))[0].tolist()
     result = {**meta, "phase_names": list(PHASES), "configs": [{**config, "blocks": []} for config in configs]}
     for index, block, block_phase in zip(order, times, phases, strict=True):

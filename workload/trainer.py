@@ -253,10 +253,13 @@ class Trainer:
         }
 
     def _next_batch(self, iterators) -> tuple[torch.Tensor, torch.Tensor]:
-        # One process emulating several ranks concatenates their batches into the global batch.
-        parts = [next(it) for it in iterators]
-        x = torch.cat([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
-        y = torch.cat([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+        if len(iterators) == 1:
+            x, y = next(iterators[0])
+        else:  # one process emulating several ranks concatenates their batches into the global batch
+            parts = [next(it) for it in iterators]
+            x, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+        if self.device.type == "cpu":  # the loader's tensors are already there
+            return x, y
         return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
