@@ -150,21 +150,35 @@ def failing_rank(log: str) -> int | None:
     return None
 
 
-def kill_tree(process: subprocess.Popen) -> None:
-    """Terminate the launcher and every process below it, then kill what is left."""
-    try:
-        tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        tree = []
+def alive_tree(roots: list[psutil.Process]) -> dict[tuple[int, float], psutil.Process]:
+    """The roots and everything below them, keyed by (pid, start time) so a reused pid is not mistaken."""
+    found: dict[tuple[int, float], psutil.Process] = {}
+    for proc in roots:
+        with _quiet():
+            for member in (proc, *proc.children(recursive=True)):
+                found[(member.pid, member.create_time())] = member
+    return found
+
+
+def kill_tree(process: subprocess.Popen, seen: dict[tuple[int, float], psutil.Process] | None = None) -> None:
+    """Terminate the launcher and every process below it (or ever seen below it: one that moved to a
+    session of its own after its parent exited), then kill what is left."""
+    roots = list((seen or {}).values())
+    if process.returncode is None:  # once reaped, the launcher's pid may belong to someone else
+        with _quiet():
+            roots.append(psutil.Process(process.pid))
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        tree = list(alive_tree(roots).values())  # again each round: what was forked meanwhile counts too
         with _quiet():
             os.killpg(process.pid, sig)
         for proc in tree:
             with _quiet():
-                proc.send_signal(sig)
+                proc.send_signal(sig)  # psutil refuses a pid that now belongs to another process
+                if sig == signal.SIGTERM:
+                    proc.resume()  # a stopped (SIGSTOP) worker acts on SIGTERM only once continued
         _, alive = psutil.wait_procs(tree, timeout=5)
-        tree = alive
-        if not tree:
+        roots = alive
+        if not roots:
             break
     with _quiet():
         process.wait(timeout=5)
@@ -199,9 +213,12 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
         log.flush()
         process = subprocess.Popen(launch.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=env, start_new_session=True)
+        launcher = psutil.Process(process.pid)
+        seen: dict[tuple[int, float], psutil.Process] = {}
         timed_out = False
         try:
             while process.poll() is None:
+                seen.update(alive_tree([launcher]))
                 if time.monotonic() - started > timeout_s:
                     timed_out = True
                     break
@@ -210,7 +227,7 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
                 time.sleep(poll_s)
         finally:
             # Whatever happened (a timeout, Ctrl-C), nothing of this launch outlives it.
-            kill_tree(process)
+            kill_tree(process, seen)
     duration = time.monotonic() - started
     if on_poll:
         on_poll()

@@ -1,0 +1,496 @@
+#!/usr/bin/env python
+"""Soak the orchestration: many short jobs through compare's launch code, and nothing may be left behind.
+
+Every job is launched the way `python -m compare run` and `python -m compare faults` launch theirs
+(compare.launch.build_launch / compare.faults.command, then compare.launch.run_launch with its time limit
+and its kill of the whole process tree). The jobs cycle deterministically through launcher setups
+(torchrun, torchrun --max-restarts with --auto-resume, horovodrun --gloo, horovodrun --mpi, elastic
+horovodrun) and scenarios (a clean run, a worker SIGKILLed, a worker exiting 13, a worker SIGSTOPped).
+
+After every job, and once more at the end, it looks for what the job left: a process it started that is
+still alive, or a listening socket that was not there before. Anything found is reported (job, pids,
+ports), killed so that the next jobs run undisturbed, and makes the soak exit 1.
+
+    .venv/bin/python scripts/soak.py --jobs 200 --out results/soak
+
+Writes OUT/soak.json (after every job) and OUT/soak.md (the summary, also printed); each job's run
+directory and launcher log stay in OUT/jobs/. Exit status: 0 nothing left behind, 1 something was,
+2 usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import os
+import platform
+import shutil
+import socket
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere: compare/ and workload/ live in the repository root
+    sys.path.insert(0, str(ROOT))
+
+from compare import faults  # noqa: E402
+from compare.launch import Launch, build_launch, private_network_available, run_launch, steps_done  # noqa: E402
+from compare.progress import ProgressReporter  # noqa: E402
+from workload.files import write_atomic, write_json_atomic  # noqa: E402
+from workload.options import Options  # noqa: E402
+
+# Every process a soak job starts inherits this variable (launchers pass their environment on to the
+# workers), so leftovers are told apart from other people's jobs running on the same machine.
+MARKER = "HVD_COMPARE_SOAK"
+# A new process with one of these on its command line but no marker is another run's: counted, not blamed.
+LAUNCHER_WORDS = ("hvd_impl", "native_impl", "horovodrun", "torchrun", "mpirun", "orted", "prterun")
+
+SCENARIOS = ("clean", "kill", "exit", "hang")
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    framework: str  # "ddp" | "horovod"
+    describe: str
+    recovery: bool
+    # what a stopped worker leads to: the collective timeout fails the job, the recovery gets past it, or
+    # nothing fires and the suite's launch timeout is the last line (docs/fault-tolerance.md)
+    hang_outcome: str
+
+
+SETUPS = {s.name: s for s in (
+    Setup("ddp", "ddp", "torchrun", False, "failed as expected"),
+    Setup("ddp-restarts", "ddp", "torchrun --max-restarts 3, --auto-resume", True, "recovered"),
+    Setup("horovod-gloo", "horovod", "horovodrun --gloo", False, "failed as expected"),
+    Setup("horovod-mpi", "horovod", "horovodrun --mpi", False, "timed out and killed"),
+    Setup("horovod-elastic", "horovod", "horovodrun --gloo, elastic", True, "timed out and killed"),
+)}
+
+
+def expected_outcome(setup: Setup, scenario: str) -> str:
+    if scenario == "clean":
+        return "clean"
+    if scenario == "hang":
+        return setup.hang_outcome
+    return "recovered" if setup.recovery else "failed as expected"
+
+
+def plan(jobs: int, setups: list[str], scenarios: list[str]) -> list[tuple[str, str]]:
+    """Job i runs combination i mod len: every setup with one scenario, then the next scenario."""
+    combos = [(setup, scenario) for scenario in scenarios for setup in setups]
+    return [combos[i % len(combos)] for i in range(jobs)]
+
+
+def uses_private_network(setup: Setup, network: str) -> bool:
+    """--network private puts the launches compare run makes (build_launch) in a loopback-only namespace,
+    as `compare run --network auto` does as root; compare faults launches on the host's network."""
+    return network == "private" and not setup.recovery
+
+
+def job_launch(setup: Setup, scenario: str, run_root: Path, ns: argparse.Namespace) -> Launch:
+    """The launch compare would make: build_launch for the plain launchers, compare.faults' command for the
+    recovery setups (the same command `python -m compare faults` runs)."""
+    options = Options(workload="mlp", dataset_size=2048, batch_size=16, steps=ns.steps, seeds=(0,),
+                      collective_timeout=ns.collective_timeout,
+                      checkpoint_every=ns.checkpoint_every if setup.recovery else None)
+    if scenario != "clean":
+        options = dataclasses.replace(options, fail_at_step=ns.fail_at_step, fail_rank=1, fail_mode=scenario)
+    private = uses_private_network(setup, ns.network)
+    if setup.name == "ddp":
+        return build_launch("ddp", 2, options, run_root, private_network=private)
+    if setup.name in ("horovod-gloo", "horovod-mpi"):
+        return build_launch("horovod", 2, options, run_root, horovod_controller=setup.name.split("-")[1],
+                            private_network=private)
+    # compare.faults builds these by hand with this environment (on the host's network); reuse both as they are
+    return Launch(setup.framework, 2, options.seeds, faults.command(setup.framework, options, run_root, faulty=True),
+                  {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}, run_root, run_root / "launch.log")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Leftover detection
+
+
+ProcKey = tuple[int, float]  # (pid, create_time): a pid alone may be reused
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    create_time: float
+    name: str
+    cmdline: str
+    status: str
+
+    @property
+    def key(self) -> ProcKey:
+        return (self.pid, self.create_time)
+
+    def as_dict(self) -> dict:
+        return {"pid": self.pid, "name": self.name, "status": self.status, "cmdline": self.cmdline[:300]}
+
+
+@dataclass(frozen=True)
+class Port:
+    proto: str  # "tcp" | "udp"
+    ip: str
+    port: int
+    pid: int | None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.proto, self.ip, self.port)
+
+    def as_dict(self) -> dict:
+        return {"proto": self.proto, "address": f"{self.ip}:{self.port}", "pid": self.pid}
+
+
+@dataclass
+class Leftovers:
+    processes: list[Proc] = field(default_factory=list)
+    ports: list[Port] = field(default_factory=list)
+    foreign: list[Proc] = field(default_factory=list)  # launcher-like, but not started by this soak
+
+    def __bool__(self) -> bool:
+        return bool(self.processes or self.ports)
+
+    def describe(self) -> str:
+        procs = "; ".join(f"pid {p.pid} ({p.status}) {p.cmdline[:120]}" for p in self.processes)
+        ports = ", ".join(f"{p.proto} {p.ip}:{p.port} (pid {p.pid})" for p in self.ports)
+        return " | ".join(part for part in (procs and f"processes: {procs}", ports and f"ports: {ports}") if part)
+
+
+def _proc(p: psutil.Process) -> Proc | None:
+    try:
+        with p.oneshot():
+            return Proc(p.pid, p.create_time(), p.name(), " ".join(p.cmdline()), p.status())
+    except psutil.Error:
+        return None
+
+
+def listening_sockets() -> list[Port]:
+    """TCP sockets in LISTEN and bound UDP sockets with no peer (what `ss -ltnup` lists); TIME_WAIT and
+    other connection states are not listening."""
+    found = []
+    for conn in psutil.net_connections(kind="inet"):
+        if not conn.laddr:
+            continue
+        if conn.type == socket.SOCK_STREAM and conn.status == psutil.CONN_LISTEN:
+            found.append(Port("tcp", conn.laddr.ip, conn.laddr.port, conn.pid))
+        elif conn.type == socket.SOCK_DGRAM and not conn.raddr:
+            found.append(Port("udp", conn.laddr.ip, conn.laddr.port, conn.pid))
+    return found
+
+
+class LeftoverDetector:
+    """Baseline of processes and listening sockets before the soak; what a job adds that outlives it."""
+
+    def __init__(self, soak_id: str):
+        self.soak_id = soak_id
+        self.own_pid = os.getpid()
+        self.baseline_procs: set[ProcKey] = {p.key for p in map(_proc, psutil.process_iter()) if p}
+        self.baseline_ports: set[tuple[str, str, int]] = {p.key for p in listening_sockets()}
+        self.tracked: dict[ProcKey, Proc] = {}  # everything seen below this process while jobs ran
+
+    def marker(self, job: int) -> str:
+        return f"{self.soak_id}:{job}"
+
+    def track_tree(self) -> None:
+        """Called while a launch runs: remember the launcher and every process below it, so that one that
+        is later re-parented away from the tree is still known to be ours."""
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(self.own_pid).children(recursive=True):
+                proc = _proc(child)
+                if proc:
+                    self.tracked.setdefault(proc.key, proc)
+
+    def scan(self, out_dir: Path | None = None) -> Leftovers:
+        """Processes of this soak still alive (tracked, carrying its marker, or naming out_dir on their
+        command line) and listening sockets that are new since the baseline and not held by someone else's
+        process. A process that merely looks like a launcher but carries no marker is someone else's."""
+        result = Leftovers()
+        ours: set[int] = set()
+        seen: set[int] = set()
+        needle = str(out_dir.resolve()) if out_dir else None
+        for p in psutil.process_iter():
+            proc = _proc(p)
+            if proc is None:
+                continue
+            seen.add(proc.pid)
+            if proc.key in self.baseline_procs or proc.pid == self.own_pid:
+                continue
+            mine = (proc.key in self.tracked or self._marked(p)
+                    or (needle is not None and needle in proc.cmdline))
+            if mine:
+                result.processes.append(proc)
+                ours.add(proc.pid)
+            elif any(word in proc.cmdline for word in LAUNCHER_WORDS):
+                result.foreign.append(proc)
+        for port in listening_sockets():
+            if port.key in self.baseline_ports:
+                continue
+            # ours, or an owner that cannot be named (counted, to be safe), or one that started after the scan
+            if port.pid is None or port.pid in ours or (port.pid not in seen and self._marked_pid(port.pid)):
+                result.ports.append(port)
+        return result
+
+    def _marked(self, p: psutil.Process) -> bool:
+        try:
+            return p.environ().get(MARKER, "").startswith(self.soak_id + ":")
+        except psutil.Error:  # gone, or a zombie
+            return False
+
+    def _marked_pid(self, pid: int) -> bool:
+        try:
+            return self._marked(psutil.Process(pid))
+        except psutil.Error:
+            return False
+
+    def settle(self, out_dir: Path | None, grace_s: float) -> Leftovers:
+        """Poll up to grace_s for processes and sockets still in teardown to go."""
+        deadline = time.monotonic() + grace_s
+        while True:
+            found = self.scan(out_dir)
+            if not found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.25)
+
+    @staticmethod
+    def kill(found: Leftovers) -> None:
+        """SIGKILL works on stopped processes too; what is left must not disturb the next job."""
+        procs = []
+        for proc in found.processes:
+            with contextlib.suppress(psutil.Error):
+                p = psutil.Process(proc.pid)
+                if p.create_time() == proc.create_time:
+                    p.kill()
+                    procs.append(p)
+        psutil.wait_procs(procs, timeout=5)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The soak
+
+
+@dataclass
+class JobResult:
+    index: int
+    setup: str
+    framework: str
+    launcher: str
+    scenario: str
+    returncode: int | None
+    timed_out: bool
+    outcome: str
+    expected: str
+    seconds: float
+    failing_rank: int | None
+    leftover_processes: list[dict]
+    leftover_ports: list[dict]
+    run_dir: str
+    network: str = "host"
+    log_excerpt: str = ""
+
+    @property
+    def as_expected(self) -> bool:
+        return self.outcome == self.expected
+
+
+def classify(scenario: str, returncode: int | None, timed_out: bool) -> str:
+    if timed_out:
+        return "timed out and killed"
+    if returncode == 0:
+        return "clean" if scenario == "clean" else "recovered"
+    return "failed unexpectedly" if scenario == "clean" else "failed as expected"
+
+
+def run_soak(ns: argparse.Namespace) -> int:
+    out: Path = ns.out
+    jobs_dir = out / "jobs"
+    soak_id = f"{os.getpid()}-{int(time.time())}"
+    detector = LeftoverDetector(soak_id)
+    schedule = plan(ns.jobs, ns.setups, ns.scenarios)
+    reporter = ProgressReporter(ns.jobs * ns.steps)
+    results: list[JobResult] = []
+    foreign_seen: set[ProcKey] = set()
+    started = time.monotonic()
+    final = Leftovers()
+    interrupted = False
+    try:
+        for index, (setup_name, scenario) in enumerate(schedule):
+            setup = SETUPS[setup_name]
+            run_root = (jobs_dir / f"{index:03d}-{setup_name}-{scenario}").resolve()
+            # A stale checkpoint or fault marker would make --auto-resume skip the job or the fault not fire.
+            shutil.rmtree(run_root, ignore_errors=True)
+            launch = job_launch(setup, scenario, run_root, ns)
+            launch = dataclasses.replace(launch, env={**launch.env, MARKER: detector.marker(index)})
+            reporter.begin(f"{setup_name} {scenario}", index + 1, ns.jobs)
+
+            def on_poll(launch: Launch = launch) -> None:
+                detector.track_tree()
+                reporter.update(steps_done(launch.run_root, launch.seeds))
+
+            outcome = run_launch(launch, ns.timeout, on_poll=on_poll)
+            found = detector.settle(run_root, ns.grace)
+            foreign_seen.update(p.key for p in found.foreign)
+            if found:
+                detector.kill(found)
+            result = JobResult(
+                index, setup_name, setup.framework, setup.describe, scenario, outcome.returncode, outcome.timed_out,
+                classify(scenario, outcome.returncode, outcome.timed_out), expected_outcome(setup, scenario),
+                round(outcome.duration_s, 2), outcome.failing_rank, [p.as_dict() for p in found.processes],
+                [p.as_dict() for p in found.ports], str(run_root),
+                "private" if uses_private_network(setup, ns.network) else "host",
+                "" if outcome.ok else outcome.log_tail[-2000:])
+            results.append(result)
+            message = f"{index:03d} {setup_name} {scenario}: {result.outcome} in {result.seconds:.1f} s"
+            if not result.as_expected:
+                message += f" (expected: {result.expected})"
+            if found:
+                message += f"; LEFT BEHIND, killed: {found.describe()}"
+            reporter.end(message, ns.steps, ok=result.as_expected and not found)
+            write_json_atomic(out / "soak.json", document(ns, results, final, foreign_seen, started, done=False))
+    except KeyboardInterrupt:
+        interrupted = True  # run_launch has killed the launch in progress; report what ran
+    finally:
+        reporter.close()
+    final = detector.settle(None, ns.grace)
+    if final:
+        print(f"at the end, left behind: {final.describe()}", file=sys.stderr)
+        detector.kill(final)
+    write_json_atomic(out / "soak.json", document(ns, results, final, foreign_seen, started, done=not interrupted))
+    summary = render_markdown(ns, results, final, foreign_seen, time.monotonic() - started)
+    write_atomic(out / "soak.md", summary)
+    print(summary)
+    print(f"soak: {out / 'soak.md'}  (also soak.json, job logs in {jobs_dir})")
+    if interrupted:
+        return 130
+    leftovers = any(r.leftover_processes or r.leftover_ports for r in results) or bool(final)
+    return 1 if leftovers else 0
+
+
+def document(ns: argparse.Namespace, results: list[JobResult], final: Leftovers, foreign: set[ProcKey],
+             started: float, *, done: bool) -> dict:
+    return {
+        "schema_version": 1,
+        "complete": done,
+        "command": " ".join(sys.argv),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"hostname": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "settings": {"jobs": ns.jobs, "setups": ns.setups, "scenarios": ns.scenarios, "steps": ns.steps,
+                     "fail_at_step": ns.fail_at_step, "fail_rank": 1, "collective_timeout_s": ns.collective_timeout,
+                     "checkpoint_every": ns.checkpoint_every, "launch_timeout_s": ns.timeout, "grace_s": ns.grace,
+                     "network": ns.network},
+        "totals": totals(results, final, time.monotonic() - started),
+        "final_leftovers": {"processes": [p.as_dict() for p in final.processes],
+                            "ports": [p.as_dict() for p in final.ports]},
+        "foreign_processes_ignored": len(foreign),
+        "jobs": [{**dataclasses.asdict(r), "as_expected": r.as_expected} for r in results],
+    }
+
+
+def totals(results: list[JobResult], final: Leftovers, seconds: float) -> dict:
+    return {
+        "jobs": len(results),
+        "outcomes": dict(Counter(r.outcome for r in results)),
+        "not_as_expected": sum(not r.as_expected for r in results),
+        "jobs_leaving_something": sum(bool(r.leftover_processes or r.leftover_ports) for r in results),
+        "leftover_processes": sum(len(r.leftover_processes) for r in results) + len(final.processes),
+        "leftover_listening_ports": sum(len(r.leftover_ports) for r in results) + len(final.ports),
+        "seconds": round(seconds, 1),
+    }
+
+
+def render_markdown(ns: argparse.Namespace, results: list[JobResult], final: Leftovers, foreign: set[ProcKey],
+                    seconds: float) -> str:
+    t = totals(results, final, seconds)
+    lines = [f"# Soak: {t['jobs']} jobs through compare's orchestration", "",
+             f"mlp at np 2, {ns.steps} steps; faults on rank 1 after step {ns.fail_at_step}; collective timeout "
+             f"{ns.collective_timeout:g} s; launch timeout {ns.timeout:g} s; leftovers checked after every job "
+             f"(grace {ns.grace:g} s) and at the end.", "",
+             "| launcher | scenario | jobs | outcomes | median s | max s | left processes | left ports |",
+             "|---|---|---|---|---|---|---|---|"]
+    groups: dict[tuple[str, str], list[JobResult]] = {}
+    for r in results:
+        groups.setdefault((r.setup, r.scenario), []).append(r)
+    order = {name: i for i, name in enumerate(SETUPS)}
+    for (setup, scenario), group in sorted(groups.items(),
+                                           key=lambda kv: (order[kv[0][0]], SCENARIOS.index(kv[0][1]))):
+        counts = Counter(r.outcome for r in group)
+        expected = group[0].expected
+        outcomes = ", ".join(f"{n} {o}" + ("" if o == expected else " (unexpected)") for o, n in counts.most_common())
+        secs = [r.seconds for r in group]
+        left_procs, left_ports = (sum(len(r.leftover_processes) for r in group),
+                                  sum(len(r.leftover_ports) for r in group))
+        network = " (private network)" if group[0].network == "private" else ""
+        lines.append(f"| {SETUPS[setup].describe}{network} | {scenario} | {len(group)} | {outcomes} "
+                     f"| {statistics.median(secs):.1f} | {max(secs):.1f} | {left_procs} | {left_ports} |")
+    outcome_text = ", ".join(f"{n} {o}" for o, n in Counter(r.outcome for r in results).most_common())
+    lines += ["", f"- jobs: {t['jobs']} ({outcome_text}); not as expected: {t['not_as_expected']}",
+              f"- leftover processes: {t['leftover_processes']}",
+              f"- leftover listening ports: {t['leftover_listening_ports']}",
+              f"- total time: {seconds / 60:.1f} min"]
+    if foreign:
+        lines.append(f"- ignored: {len(foreign)} launcher processes of other runs on this machine (no soak marker)")
+    for r in results:
+        if r.leftover_processes or r.leftover_ports:
+            lines.append(f"- job {r.index:03d} ({r.setup} {r.scenario}) left: "
+                         f"{[p['pid'] for p in r.leftover_processes]} {[p['address'] for p in r.leftover_ports]}")
+    if final:
+        lines.append(f"- at the end: {final.describe()}")
+    return "\n".join(lines) + "\n"
+
+
+def _names(valid: Iterable[str]):
+    valid = tuple(valid)
+
+    def parse(text: str) -> list[str]:
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = [n for n in names if n not in valid]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(valid)}; got {text!r}")
+        return names
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=200, help="jobs to launch, cycling through setups x scenarios")
+    parser.add_argument("--out", type=Path, default=Path("results/soak"), help="soak.json, soak.md and jobs/")
+    parser.add_argument("--setups", type=_names(SETUPS), default=list(SETUPS), help="launcher setups to cycle")
+    parser.add_argument("--scenarios", type=_names(SCENARIOS), default=list(SCENARIOS), help="scenarios to cycle")
+    parser.add_argument("--steps", type=int, default=15, help="optimizer steps per job")
+    parser.add_argument("--fail-at-step", type=int, default=5, help="rank 1 fails after this step")
+    parser.add_argument("--checkpoint-every", type=int, default=4, help="checkpoint / commit interval (recovery)")
+    parser.add_argument("--collective-timeout", type=float, default=5, help="seconds before a stopped worker fails")
+    parser.add_argument("--timeout", type=float, default=75, help="seconds allowed for each launch")
+    parser.add_argument("--network", choices=["host", "private"], default="host",
+                        help="private: compare run's launches each in a loopback-only network namespace (root); "
+                             "their sockets are then out of this script's sight, their processes are not")
+    parser.add_argument("--grace", type=float, default=5, help="seconds allowed for teardown before a leftover counts")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.jobs <= 0 or ns.steps <= 0 or not 0 < ns.fail_at_step < ns.steps or ns.checkpoint_every <= 0:
+        parser.error("--jobs, --steps and --checkpoint-every must be positive, and --fail-at-step below --steps")
+    if ns.network == "private" and not private_network_available():
+        parser.error("--network private needs root, unshare and ip (iproute2)")
+    return run_soak(ns)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
