@@ -54,10 +54,13 @@ def _launcher() -> str:
         return "torchrun"
     if "RANK" in os.environ:
         return "env"
-    # No launcher: one worker, on a process group of one that listens on loopback only.
+    return "none"
+
+
+def _rendezvous_for_one() -> None:
+    """No launcher: one worker, on a process group of one that listens on loopback only."""
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(free_loopback_port()))
-    return "none"
 
 
 class DDPBackend:
@@ -71,6 +74,8 @@ class DDPBackend:
                              "(--nnodes MIN:MAX across hosts) with --checkpoint-every N --auto-resume")
         self.options = options
         self.launcher = _launcher()
+        if self.launcher == "none":
+            _rendezvous_for_one()
         self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
         if options.device == "cuda":
             torch.cuda.set_device(self.local_rank)
