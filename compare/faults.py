@@ -53,6 +53,12 @@ def command(framework: str, options: Options, out: Path, *, faulty: bool) -> lis
             "--network-interfaces", "lo", sys.executable, "-m", "hvd_impl", *argv, *(["--elastic"] if faulty else [])]
 
 
+def launch(framework: str, options: Options, out: Path, *, faulty: bool) -> Launch:
+    """The launch `compare faults` runs: the uninterrupted run, or the one set up to recover (faulty)."""
+    return Launch(framework, 2, options.seeds, command(framework, options, out, faulty=faulty),
+                  {"OMP_NUM_THREADS": str(options.threads), "PYTHONUNBUFFERED": "1"}, out, out / "launch.log")
+
+
 def judge(framework: str, scenario: str, faulty: RunRecord | None, clean: RunRecord, launch_text: str,
           fault_time: float | None, log: str) -> FaultResult:
     """Pure: the outcome of one scenario from its records."""
@@ -85,8 +91,7 @@ def run_faults(ns: argparse.Namespace) -> int:
     commands: list[str] = []
     for framework in ("ddp", "horovod"):
         clean_dir = out / f"{framework}-uninterrupted"
-        clean_launch = Launch(framework, 2, (0,), command(framework, options, clean_dir, faulty=False),
-                              {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}, clean_dir, clean_dir / "launch.log")
+        clean_launch = launch(framework, options, clean_dir, faulty=False)
         commands.append(clean_launch.shell_line())
         print(f"{framework}: uninterrupted run", file=sys.stderr, flush=True)
         clean_outcome = run_launch(clean_launch, ns.timeout)
@@ -98,11 +103,10 @@ def run_faults(ns: argparse.Namespace) -> int:
             run_dir = out / f"{framework}-{scenario}"
             faulty_options = Options(**{**asdict(options), "fail_at_step": FAULT_STEP, "fail_rank": FAULT_RANK,
                                         "fail_mode": scenario})
-            launch = Launch(framework, 2, (0,), command(framework, faulty_options, run_dir, faulty=True),
-                            {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}, run_dir, run_dir / "launch.log")
-            commands.append(launch.shell_line())
+            faulty_launch = launch(framework, faulty_options, run_dir, faulty=True)
+            commands.append(faulty_launch.shell_line())
             print(f"{framework}: {scenario} rank {FAULT_RANK} after step {FAULT_STEP}", file=sys.stderr, flush=True)
-            outcome = run_launch(launch, ns.timeout)
+            outcome = run_launch(faulty_launch, ns.timeout)
             marker = run_dir / f".fault-injected-rank-{FAULT_RANK}"
             try:
                 faulty = load_run(run_dir)

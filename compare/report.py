@@ -127,8 +127,8 @@ def compared(tuning: dict) -> str:
         return "defaults vs defaults (`--tuned FILE` compares tuned settings)"
     settings = []
     for name, label in (("horovod", "Horovod"), ("ddp", "DDP")):
-        parts = [*tuning["args"].get(name, []), *(f"{k}={v}" for k, v in sorted(tuning["env"].get(name, {}).items()))]
-        settings.append(f"{label} `{' '.join(parts)}`" if parts else f"{label} at its defaults")
+        text = tuning["settings"].get(name, "")
+        settings.append(f"{label} `{text}`" if text else f"{label} at its defaults")
     return f"tuned vs tuned, from `{tuning['source']}`: {', '.join(settings)}"
 
 

@@ -32,10 +32,7 @@ class Tuning:
     def describe(self) -> str:
         if self.source is None:
             return "defaults vs defaults"
-        parts = []
-        for name in FRAMEWORKS:
-            settings = [*self.args[name], *(f"{k}={v}" for k, v in sorted(self.env[name].items()))]
-            parts.append(f"{name}: {' '.join(settings) if settings else 'defaults'}")
+        parts = [f"{name}: {settings_text(self.args[name], self.env[name]) or 'defaults'}" for name in FRAMEWORKS]
         return f"tuned vs tuned ({self.source}; {'; '.join(parts)})"
 
     def options_for(self, framework: str, options: Options) -> Options:
@@ -58,7 +55,13 @@ class Tuning:
 
     def record(self) -> dict:
         return {"configuration": "tuned" if self.source else "defaults", "source": self.source,
-                "args": self.args, "env": self.env, "tuned_for": self.tuned_for}
+                "args": self.args, "env": self.env, "tuned_for": self.tuned_for,
+                "settings": {name: settings_text(self.args[name], self.env[name]) for name in FRAMEWORKS}}
+
+
+def settings_text(args: list[str], env: dict[str, str]) -> str:
+    """One framework's tuned settings as a command line would show them: arguments, then VAR=value."""
+    return " ".join([*args, *(f"{k}={v}" for k, v in sorted(env.items()))])
 
 
 def load_tuning(path: Path | None) -> Tuning:

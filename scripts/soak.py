@@ -111,9 +111,7 @@ def job_launch(setup: Setup, scenario: str, run_root: Path, ns: argparse.Namespa
     if setup.name in ("horovod-gloo", "horovod-mpi"):
         return build_launch("horovod", 2, options, run_root, horovod_controller=setup.name.split("-")[1],
                             private_network=private)
-    # compare.faults builds these by hand with this environment (on the host's network); reuse both as they are
-    return Launch(setup.framework, 2, options.seeds, faults.command(setup.framework, options, run_root, faulty=True),
-                  {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}, run_root, run_root / "launch.log")
+    return faults.launch(setup.framework, options, run_root, faulty=True)  # on the host's network, as there
 
 
 # ---------------------------------------------------------------------------------------------------------

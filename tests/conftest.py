@@ -47,9 +47,13 @@ def reference(np: int, *args: str) -> subprocess.CompletedProcess:
     return run([sys.executable, "-m", "workload.reference", "--emulate-world-size", str(np), *args])
 
 
-def read_losses(run_dir: Path) -> list[float]:
+def read_steps(run_dir: Path) -> list[dict]:
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return [entry["loss"] for entry in map(json.loads, lines) if entry["kind"] == "step"]
+    return [entry for entry in map(json.loads, lines) if entry["kind"] == "step"]
+
+
+def read_losses(run_dir: Path) -> list[float]:
+    return [entry["loss"] for entry in read_steps(run_dir)]
 
 
 def read_meta(run_dir: Path) -> dict:

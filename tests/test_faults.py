@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, horovodrun, ok, read_losses, read_meta, run, tool
+from conftest import ROOT, horovodrun, ok, read_losses, read_meta, read_steps, run, tool
 
 from compare.parity import stepwise
 
@@ -96,8 +96,7 @@ def test_elastic_horovod_goes_on_after_a_killed_worker(tmp_path, horovod_built):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     meta = read_meta(tmp_path)
     assert meta["status"] == "ok" and meta["elastic_world_sizes"][:2] == [2, 1]
-    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
-             if '"kind": "step"' in line]
+    steps = [entry["step"] for entry in read_steps(tmp_path)]
     assert steps == list(range(1, 41))  # steps 11-12, after the last commit, were trained again once
 
 

@@ -10,7 +10,7 @@ import json
 import sys
 
 import pytest
-from conftest import horovodrun, ok, read_losses, read_meta, run, torchrun
+from conftest import horovodrun, ok, read_losses, read_meta, read_steps, run, torchrun
 
 from compare.parity import stepwise
 
@@ -112,8 +112,7 @@ def test_resume_in_the_same_directory_keeps_the_whole_record(tmp_path):
     job = [*JOB, "--checkpoint-every", "8"]
     ok(torchrun(2, *job, "--steps", "12", "--out", str(tmp_path)))
     ok(torchrun(2, *job, "--resume", str(tmp_path / "checkpoint.pt"), "--out", str(tmp_path)))
-    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
-             if '"kind": "step"' in line]
+    steps = [entry["step"] for entry in read_steps(tmp_path)]
     assert steps == list(range(1, 25))
 
 

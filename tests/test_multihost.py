@@ -10,7 +10,6 @@ their /24, so nothing the jobs do can leave them.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import subprocess
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import BIN, ROOT, horovodrun, launch_env, ok, read_losses, read_meta, run, tool, torchrun
+from conftest import BIN, ROOT, horovodrun, launch_env, ok, read_losses, read_meta, read_steps, run, tool, torchrun
 from netns import IFACE, SUBNET, Hosts, ListenerWatch, Ssh, ssh_unavailable, unavailable
 
 from compare.parity import stepwise
@@ -191,8 +190,7 @@ def test_records_show_two_hosts(runs, hosts):
         assert meta["hosts"] == [hosts[0].name, hosts[1].name]  # every rank's host, in rank order
         assert meta["env"][iface_variable] == IFACE
         assert meta["steps"] == STEPS
-        steps = [json.loads(line)["step"] for line in (root / name / "metrics.jsonl").read_text().splitlines()
-                 if '"kind": "step"' in line]
+        steps = [entry["step"] for entry in read_steps(root / name)]
         assert steps == list(range(1, STEPS + 1))
 
 
