@@ -245,9 +245,10 @@ def steps_done(run_root: Path, seeds: tuple[int, ...]) -> int:
     for seed in seeds:
         seed_dir = run_root / f"seed-{seed}" if len(seeds) > 1 else run_root
         for name in ("metrics.jsonl", "metrics.jsonl.part"):
-            path = seed_dir / name
-            if path.exists():
-                with path.open("rb") as handle:
+            try:  # the trainer renames .part to metrics.jsonl when it finishes: possibly between two opens
+                with (seed_dir / name).open("rb") as handle:
                     done += sum(1 for line in handle if line.startswith(b'{"kind": "step"'))
                 break
+            except FileNotFoundError:
+                continue
     return done
