@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     from compare.bench import add_parser as add_bench_parser
 
     add_bench_parser(commands)
+    import importlib
+
+    from compare.commands import COMMANDS
+
+    for name in COMMANDS:  # each sets its parser's `func` default to its main(ns) -> int
+        importlib.import_module(f"compare.commands.{name}").add_parser(commands)
 
     report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=defaults)
     report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
@@ -133,6 +139,8 @@ def _analysis_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         ns = build_parser().parse_args(argv)
+        if getattr(ns, "func", None) is not None:
+            return ns.func(ns)
         if ns.command == "bench":
             from compare.bench import run_bench
 

@@ -27,13 +27,17 @@ step() { printf '\n==> %s\n' "$*"; }
 # OpenSSH: the multi-host tests (tests/test_multihost.py) start their own sshd in each network namespace,
 # which horovodrun -H reaches over ssh.
 had_sshd=yes; [ -x /usr/sbin/sshd ] || had_sshd=no
+# Slurm and munge: the Slurm tests (tests/test_slurm.py) start a private cluster of their own; PMIx lets
+# srun start Open MPI ranks directly.
 if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1 \
-        || ! command -v ssh >/dev/null 2>&1 || [ "$had_sshd" = no ]; then
-    step "installing Open MPI and OpenSSH from Debian packages"
+        || ! command -v ssh >/dev/null 2>&1 || [ "$had_sshd" = no ] \
+        || ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+    step "installing Open MPI, OpenSSH, Slurm and munge from Debian packages"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
     $sudo_cmd apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
-        openmpi-bin libopenmpi-dev openssh-server openssh-client >/dev/null
+        openmpi-bin libopenmpi-dev openssh-server openssh-client \
+        slurm-wlm slurm-wlm-basic-plugins munge libpmix-dev >/dev/null
     if [ "$had_sshd" = no ]; then
         # The package starts a system-wide sshd where it can; the tests need none, so leave none running.
         $sudo_cmd systemctl disable --now ssh >/dev/null 2>&1 || $sudo_cmd service ssh stop >/dev/null 2>&1 || true
@@ -58,7 +62,10 @@ torch_args=("torch==$TORCH_VERSION")
 abi=$("$py" -c 'import sys; print(f"cp{sys.version_info.major}{sys.version_info.minor}")')
 torch_full=$("$py" -c 'import torch; print(torch.__version__.replace("+", "_"))')
 gpu_ops=${HOROVOD_GPU_OPERATIONS:-none}
-cache_dir="$HVD_CACHE/horovod-$HOROVOD_VERSION-torch-$torch_full-$abi-gpu-$gpu_ops"
+# The patch level names the set of source patches (scripts/patch-horovod.sh): a wheel built with other
+# patches is never taken from the cache.
+PATCH_LEVEL=$(bash scripts/patch-horovod.sh --level)
+cache_dir="$HVD_CACHE/horovod-$HOROVOD_VERSION-$PATCH_LEVEL-torch-$torch_full-$abi-gpu-$gpu_ops"
 wheel=$(ls "$cache_dir"/horovod-*.whl 2>/dev/null | head -n 1 || true)
 
 if [ -z "$wheel" ]; then
@@ -69,14 +76,7 @@ if [ -z "$wheel" ]; then
         "horovod==$HOROVOD_VERSION" -d "$work"
     tar -xzf "$work"/horovod-"$HOROVOD_VERSION".tar.gz -C "$work"
     src="$work/horovod-$HOROVOD_VERSION"
-    # torch >= 2.1 headers require C++17 (horovod PR #3998, merged upstream, never released).
-    sed -i 's/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD 17)/' \
-        "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"
-    grep -q 'CMAKE_CXX_STANDARD 17' "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"
-    # gcc >= 13 no longer pulls these in transitively (horovod PR #3957).
-    sed -i '0,/#include <string>/s//#include <stdexcept>\n#include <string>/' "$src/horovod/common/common.h"
-    grep -q '#include <string>' "$src/horovod/common/group_table.h" \
-        || sed -i '0,/#include </s//#include <string>\n#include </' "$src/horovod/common/group_table.h"
+    bash scripts/patch-horovod.sh "$src"
     export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
         HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
     [ "$gpu_ops" != none ] && export HOROVOD_GPU_OPERATIONS="$gpu_ops"
