@@ -1,23 +1,27 @@
-# The commands a user types. Everything runs inside the project's virtual environment (.venv),
-# which `make setup` creates (Open MPI, torch, the patched Horovod build, the project).
+# The commands a user types. Everything runs inside the project's virtual environment (.venv).
+# `make compare` and `make test` run the set-up first when it is missing or stale (scripts/setup.sh --if-stale:
+# Open MPI, Slurm, torch, the patched Horovod build, the project); `make setup` runs it unconditionally.
 PY ?= .venv/bin/python
 OUT ?= results/latest
 
-.PHONY: setup compare test test-fast lint clean docker-test
+.PHONY: setup ensure-setup compare test test-fast lint clean docker-test
 
 setup:
 	bash scripts/setup.sh
 
-compare:
+ensure-setup:
+	@bash scripts/setup.sh --if-stale
+
+compare: ensure-setup
 	$(PY) -m compare run --out $(OUT)
 
-test:
+test: ensure-setup
 	$(PY) -m pytest
 
-test-fast:
+test-fast: ensure-setup
 	$(PY) -m pytest -m "not slow"
 
-lint:
+lint: ensure-setup
 	$(PY) -m ruff check .
 
 docker-test:

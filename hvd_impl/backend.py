@@ -17,9 +17,10 @@ import torch
 from horovod.common.exceptions import HorovodInternalError
 from torch import nn
 
-from workload.backend import ReduceOp
+from workload.backend import Backend, ReduceOp
 from workload.environment import mpi_library_version
 from workload.options import Options, UsageError
+from workload.processes import describe_peers
 
 _OPS = {"mean": hvd.Average, "max": hvd.Max, "sum": hvd.Sum}
 
@@ -31,6 +32,8 @@ def _launcher() -> str:
         return "horovodrun"
     if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
         return "horovodrun" if _under_horovodrun_mpi() else "mpirun"
+    if "PMIX_RANK" in os.environ and "SLURM_PROCID" in os.environ:  # srun --mpi=pmix: no OMPI_ variables
+        return "srun"
     return "none"
 
 
@@ -48,32 +51,7 @@ def _under_horovodrun_mpi() -> bool:
     return False
 
 
-def describe_peers(peers: list[tuple[str, int]]) -> str:
-    """The state of the other ranks' processes that this host can see: stopped, gone or running."""
-    host = socket.gethostname()
-    found, remote = [], []
-    for rank, (peer_host, pid) in enumerate(peers):
-        if (peer_host, pid) == (host, os.getpid()):
-            continue
-        if peer_host != host:
-            remote.append(rank)
-            continue
-        try:
-            status = psutil.Process(pid).status()
-        except psutil.NoSuchProcess:
-            status = "gone"
-        except psutil.Error:
-            status = "unknown"
-        if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
-            found.append(f"rank {rank} (pid {pid}) is stopped")
-        elif status in ("gone", psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
-            found.append(f"rank {rank} (pid {pid}) has exited")
-    if remote:
-        found.append(f"rank{'s' if len(remote) > 1 else ''} {', '.join(map(str, remote))} on other hosts not checked")
-    return "; ".join(found) if found else "every rank on this host is still running"
-
-
-class HorovodBackend:
+class HorovodBackend(Backend):
     framework = "horovod"
 
     def __init__(self, options: Options):
@@ -139,6 +117,8 @@ class HorovodBackend:
              ) -> tuple[nn.Module, torch.optim.Optimizer]:
         options = self.options
         compression = hvd.Compression.fp16 if options.compression == "fp16" else hvd.Compression.none
+        # backward_passes_per_step: Horovod counts the micro-batches itself and reduces on the last one, so
+        # accumulation needs no no_sync() here.
         optimizer = hvd.DistributedOptimizer(
             optimizer, named_parameters=model.named_parameters(), compression=compression,
             backward_passes_per_step=options.accum_steps, op=hvd.Adasum if options.adasum else hvd.Average)
@@ -152,10 +132,6 @@ class HorovodBackend:
             else:
                 self.convert_sync_batchnorm(child)
         return model
-
-    def no_sync(self, model: nn.Module, sync: bool) -> contextlib.AbstractContextManager:
-        # Horovod counts backward passes itself (backward_passes_per_step) and reduces on the last one.
-        return contextlib.nullcontext()
 
     def synchronize(self, optimizer: torch.optim.Optimizer) -> None:
         optimizer.synchronize()  # wait for the averaged gradients, e.g. before clipping or unscaling
@@ -173,17 +149,11 @@ class HorovodBackend:
         yield
         hvd.join()  # a rank out of batches keeps answering the others' allreduces until all are out
 
-    def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict:
-        return optimizer.state_dict()
-
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         return hvd.allreduce(tensor, op=_OPS[op], name=f"metrics.{op}")
 
     def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
         return hvd.allgather(tensor, name="metrics.gather")
-
-    def barrier(self) -> None:
-        hvd.barrier()
 
     def explain_failure(self, error: BaseException) -> str | None:
         # Only for a failure of Horovod itself. Not gathered under --elastic: its ranks change on each reset.

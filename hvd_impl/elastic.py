@@ -10,53 +10,46 @@ from __future__ import annotations
 from pathlib import Path
 
 import horovod.torch as hvd
-import torch
 
+from workload.backend import Backend
 from workload.checkpoint import Position
 from workload.options import Options
 from workload.trainer import Trainer, effective_lr, train
 
 
-def train_any(options: Options, backend) -> list[Path]:
+def train_any(options: Options, backend: Backend) -> list[Path]:
     """Elastic when asked for (--elastic), the plain loop otherwise."""
-    return train_elastic(options, backend) if options.elastic else train(options, backend)
+    return train(options, backend, ElasticTrainer if options.elastic else Trainer)
 
 
-def train_elastic(options: Options, backend) -> list[Path]:
-    torch.set_num_threads(options.threads)
-    return [_train_seed(options, backend, seed) for seed in options.seeds]
+class ElasticTrainer(Trainer):
+    """The shared loop inside hvd.elastic.run: commits instead of checkpoint files, reset on a new world."""
 
+    def setup(self) -> None:
+        super().setup()
+        self.state = hvd.elastic.TorchState(model=self.raw_model, optimizer=self.optimizer, step=0, epoch=0,
+                                            step_in_epoch=0, scheduler=self.scheduler.state_dict())
+        self.state.register_reset_callbacks([self.on_reset])
+        self.sizes = [hvd.size()]  # the world sizes this run went through, for the record
 
-def _train_seed(options: Options, backend, seed: int) -> Path:
-    trainer = Trainer(options, backend, seed)
-    trainer.setup()
-    trainer.recorder.start(trainer.record_meta())
-    state = hvd.elastic.TorchState(model=trainer.raw_model, optimizer=trainer.optimizer, step=0, epoch=0,
-                                   step_in_epoch=0, scheduler=trainer.scheduler.state_dict())
-    sizes = [hvd.size()]  # the world sizes this run went through, for the record
-
-    def commit(position: Position) -> None:
+    def checkpoint(self, position: Position) -> None:
+        state = self.state
         state.step, state.epoch, state.step_in_epoch = position.step, position.epoch, position.step_in_epoch
-        state.scheduler = trainer.scheduler.state_dict()
+        state.scheduler = self.scheduler.state_dict()
         state.commit()
 
-    def on_reset() -> None:
-        trainer.shard()  # DistributedSampler over the new size and rank
-        lr = effective_lr(options, hvd.size())
-        trainer.scheduler.base_lrs = [lr for _ in trainer.scheduler.base_lrs]
-        sizes.append(hvd.size())
+    def on_reset(self) -> None:
+        self.shard()  # DistributedSampler over the new size and rank
+        lr = effective_lr(self.options, hvd.size())
+        self.scheduler.base_lrs = [lr for _ in self.scheduler.base_lrs]
+        self.sizes.append(hvd.size())
 
-    trainer.on_checkpoint = commit
-    state.register_reset_callbacks([on_reset])
+    def run(self) -> tuple[int, dict]:
+        @hvd.elastic.run
+        def attempt(state: hvd.elastic.TorchState) -> int:
+            self.start = Position(state.step, state.epoch, state.step_in_epoch)
+            self.scheduler.load_state_dict(state.scheduler)
+            self.recorder.rewind(state.step)  # steps after the last commit are trained again
+            return self.run_epochs()
 
-    @hvd.elastic.run
-    def run(state: hvd.elastic.TorchState) -> int:
-        trainer.start = Position(state.step, state.epoch, state.step_in_epoch)
-        trainer.scheduler.load_state_dict(state.scheduler)
-        trainer.recorder.rewind(state.step)  # steps after the last commit are trained again
-        return trainer.run_epochs()
-
-    with trainer.recorder.failure_recorded():
-        step = run(state)
-    trainer.recorder.finish("ok", steps=step, elastic_world_sizes=sizes)
-    return trainer.out
+        return attempt(self.state), {"elastic_world_sizes": self.sizes}

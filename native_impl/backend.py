@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-from collections.abc import Callable
 from datetime import timedelta
 
 import torch
@@ -19,16 +17,11 @@ from torch.distributed.algorithms.join import Join
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from workload.backend import ReduceOp
+from workload.backend import Backend, ReduceOp
 from workload.options import Options, UsageError
+from workload.processes import free_loopback_port
 
 _OPS = {"mean": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "sum": dist.ReduceOp.SUM}
-
-
-def free_loopback_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _restart_rendezvous(timeout: timedelta) -> dict:
@@ -52,6 +45,8 @@ def _launcher() -> str:
         return os.environ["WORKLOAD_LAUNCHER"]
     if "TORCHELASTIC_RUN_ID" in os.environ:
         return "torchrun"
+    if "RANK" in os.environ and "SLURM_PROCID" in os.environ:  # one srun task per rank (docs/slurm.md)
+        return "srun"
     if "RANK" in os.environ:
         return "env"
     return "none"
@@ -63,7 +58,7 @@ def _rendezvous_for_one() -> None:
                       MASTER_PORT=str(free_loopback_port()))
 
 
-class DDPBackend:
+class DDPBackend(Backend):
     framework = "ddp"
 
     def __init__(self, options: Options):
@@ -103,14 +98,11 @@ class DDPBackend:
     def data_shards(self) -> tuple[int, list[int]]:
         return dist.get_world_size(), [dist.get_rank()]
 
-    def broadcast_initial_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        # DDP's constructor (in wrap) broadcasts rank 0's parameters and buffers. A resumed run loads the
-        # same checkpoint file on every rank, so its state already agrees.
-        pass
-
     def wrap(self, model: nn.Module, optimizer: torch.optim.Optimizer,
              ) -> tuple[nn.Module, torch.optim.Optimizer]:
         options = self.options
+        # DDP's constructor broadcasts rank 0's parameters and buffers (so broadcast_initial_state has nothing
+        # to do), and its backward averages the gradients (so synchronize has nothing to do either).
         ddp = DDP(model, device_ids=self.device_ids, bucket_cap_mb=options.bucket_cap_mb,
                   gradient_as_bucket_view=options.gradient_as_bucket_view)
         if options.compression == "fp16":
@@ -131,13 +123,6 @@ class DDPBackend:
         # Accumulate locally on all but the last micro-batch; DDP reduces in the last backward.
         return contextlib.nullcontext() if sync else model.no_sync()
 
-    def synchronize(self, optimizer: torch.optim.Optimizer) -> None:
-        pass  # DDP's backward has already averaged the gradients
-
-    def optimizer_step(self, optimizer: torch.optim.Optimizer, step: Callable[[], object],
-                       synchronized: bool) -> None:
-        step()
-
     def join(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> contextlib.AbstractContextManager:
         joinables = [model, *([optimizer] if isinstance(optimizer, ZeroRedundancyOptimizer) else [])]
         return Join(joinables)  # shadows the others' collectives once this rank is out of batches
@@ -155,11 +140,10 @@ class DDPBackend:
 
     def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
         result = tensor.new_empty((dist.get_world_size() * tensor.shape[0], *tensor.shape[1:]))
-        dist.all_gather_single(result, tensor.contiguous())
+        # all_gather_single is torch 2.13's name; older torch (the GPU machine's 2.11) has only all_gather_into_tensor.
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        gather(result, tensor.contiguous())
         return result
-
-    def barrier(self) -> None:
-        dist.barrier()
 
     def explain_failure(self, error: BaseException) -> str | None:
         # Only for a failure of the collectives (a timeout, a lost connection), not of this rank's own code.

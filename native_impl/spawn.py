@@ -12,8 +12,9 @@ from pathlib import Path
 
 import torch.multiprocessing as mp
 
-from native_impl.backend import DDPBackend, free_loopback_port
+from native_impl.backend import DDPBackend
 from workload.options import Options
+from workload.processes import free_loopback_port
 from workload.trainer import run_dir, run_with_backend
 
 

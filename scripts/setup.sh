@@ -12,6 +12,9 @@
 #   VENV            virtual environment path (default .venv)
 #   PYTHON          interpreter used to create it (default python3)
 #   HOROVOD_GPU_OPERATIONS=NCCL  build Horovod with NCCL on a CUDA machine
+#
+#   scripts/setup.sh --if-stale   do nothing when the stamp ($VENV/.setup-stamp) matches: the same torch and
+#                                 Horovod versions, patch level and set-up files (make compare/test use this)
 set -euo pipefail
 
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
@@ -21,6 +24,16 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+
+# What the set-up depends on: versions, the patch level and the files that drive it.
+stamp_key="torch=$TORCH_VERSION horovod=$HOROVOD_VERSION patches=$(bash scripts/patch-horovod.sh --level) \
+files=$(cat scripts/setup.sh scripts/patch-horovod.sh pyproject.toml | sha256sum | cut -c1-16)"
+if [ "${1:-}" = --if-stale ]; then
+    if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.setup-stamp" 2>/dev/null)" = "$stamp_key" ]; then
+        exit 0
+    fi
+    echo "set-up missing or stale: running scripts/setup.sh (the first time about 15 minutes on 2 cores)"
+fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -99,5 +112,6 @@ step "installing the project (editable, with test tools)"
 
 step "checking the Horovod build"
 "$VENV/bin/horovodrun" --check-build
+echo "$stamp_key" > "$VENV/.setup-stamp"
 echo
 echo "setup done: activate with 'source $VENV/bin/activate'"

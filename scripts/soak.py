@@ -2,7 +2,7 @@
 """Soak the orchestration: many short jobs through compare's launch code, and nothing may be left behind.
 
 Every job is launched the way `python -m compare run` and `python -m compare faults` launch theirs
-(compare.launch.build_launch / compare.faults.command, then compare.launch.run_launch with its time limit
+(compare.launch.commands.build_launch / recovery_launch, then compare.launch.process.run_launch with its time limit
 and its kill of the whole process tree). The jobs cycle deterministically through launcher setups
 (torchrun, torchrun --max-restarts with --auto-resume, horovodrun --gloo, horovodrun --mpi, elastic
 horovodrun) and scenarios (a clean run, a worker SIGKILLed, a worker exiting 13, a worker SIGSTOPped).
@@ -42,9 +42,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: compare/ and workload/ live in the repository root
     sys.path.insert(0, str(ROOT))
 
-from compare import faults  # noqa: E402
-from compare.launch import Launch, build_launch, private_network_available, run_launch, steps_done  # noqa: E402
-from compare.progress import ProgressReporter  # noqa: E402
+from compare.launch.commands import (  # noqa: E402
+    Launch,
+    build_launch,
+    private_network_available,
+    recovery_launch,
+)
+from compare.launch.logs import steps_done  # noqa: E402
+from compare.launch.process import run_launch  # noqa: E402
+from compare.render.progress import ProgressReporter  # noqa: E402
 from workload.files import write_atomic, write_json_atomic  # noqa: E402
 from workload.options import Options  # noqa: E402
 
@@ -98,7 +104,7 @@ def uses_private_network(setup: Setup, network: str) -> bool:
 
 
 def job_launch(setup: Setup, scenario: str, run_root: Path, ns: argparse.Namespace) -> Launch:
-    """The launch compare would make: build_launch for the plain launchers, compare.faults' command for the
+    """The launch compare would make: build_launch for the plain launchers, compare.commands.faults' command for the
     recovery setups (the same command `python -m compare faults` runs)."""
     options = Options(workload="mlp", dataset_size=2048, batch_size=16, steps=ns.steps, seeds=(0,),
                       collective_timeout=ns.collective_timeout,
@@ -111,7 +117,7 @@ def job_launch(setup: Setup, scenario: str, run_root: Path, ns: argparse.Namespa
     if setup.name in ("horovod-gloo", "horovod-mpi"):
         return build_launch("horovod", 2, options, run_root, horovod_controller=setup.name.split("-")[1],
                             private_network=private)
-    return faults.launch(setup.framework, options, run_root, faulty=True)  # on the host's network, as there
+    return recovery_launch(setup.framework, options, run_root, faulty=True)  # on the host's network, as there
 
 
 # ---------------------------------------------------------------------------------------------------------

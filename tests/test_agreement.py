@@ -8,9 +8,9 @@ another seed, learning rate or data shard: otherwise it would prove nothing.
 from __future__ import annotations
 
 import pytest
-from conftest import horovodrun, ok, read_losses, reference, torchrun
+from helpers import horovodrun, ok, read_losses, reference, torchrun
 
-from compare.parity import stepwise
+from compare.analysis.parity import stepwise
 
 pytestmark = pytest.mark.slow
 JOB = ["--workload", "mlp", "--steps", "20", "--batch-size", "16", "--dataset-size", "1024", "--seed", "7"]

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from fixtures import write_run
 
-from compare.analysis import analyse
-from compare.parity import STEP_RTOL, likely_causes, relative_difference, statistical, stepwise
-from compare.records import RecordError, find_runs, load_run
-from compare.report import summary_table, write_report
-from compare.timing import breakdown, scaling_efficiency, speed_ratio, step_stats, throughput
+from compare.analysis.parity import STEP_RTOL, likely_causes, relative_difference, statistical, stepwise
+from compare.analysis.records import RecordError, find_runs, load_run
+from compare.analysis.summary import analyse
+from compare.analysis.timing import breakdown, scaling_efficiency, speed_ratio, step_stats, throughput
+from compare.render.report import summary_table, write_report
 
 STEPS = 40
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import run
+from helpers import run
 
 CASES = {
     "unknown workload": (["--workload", "nope"], "unknown workload 'nope'"),

@@ -9,9 +9,9 @@ import json
 import sys
 
 import pytest
-from conftest import ok, run
+from helpers import ok, run
 
-from compare.tuning import load_tuning
+from compare.launch.tuning import load_tuning
 from workload.options import parse_options
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ import json
 import sys
 
 import pytest
-from conftest import ok, run
 from fixtures import write_run
+from helpers import ok, run
 
 pytestmark = pytest.mark.slow
 SMALL = ["--steps", "20", "--batch-size", "16", "--dataset-size", "512", "--log-every", "5"]
@@ -91,7 +91,8 @@ def test_a_failed_run_is_reported_and_the_rest_analysed(tmp_path, horovod_built)
 def test_launch_timeout_kills_the_whole_tree(tmp_path):
     import psutil
 
-    from compare.launch import build_launch, run_launch
+    from compare.launch.commands import build_launch
+    from compare.launch.process import run_launch
     from workload.options import Options
 
     options = Options(steps=1000, fail_at_step=2, fail_rank=1, fail_mode="hang", seeds=(0,))

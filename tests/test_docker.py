@@ -14,7 +14,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT, ok, run, tool
+from helpers import ROOT, ok, run, tool
 
 HADOLINT_CONFIG = ROOT / "docker" / "hadolint.yaml"
 

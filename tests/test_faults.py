@@ -11,9 +11,9 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, horovodrun, ok, read_losses, read_meta, read_steps, run, tool
+from helpers import ROOT, horovodrun, ok, read_losses, read_meta, read_steps, run, tool
 
-from compare.parity import stepwise
+from compare.analysis.parity import stepwise
 
 pytestmark = pytest.mark.slow
 JOB = ["--workload", "mlp", "--dataset-size", "2048", "--batch-size", "16", "--steps", "40", "--seed", "2"]
@@ -65,7 +65,7 @@ def test_horovod_peer_description_tells_stopped_from_exited(horovod_built):
     import socket
     import subprocess
 
-    from hvd_impl.backend import describe_peers
+    from workload.processes import describe_peers
 
     host = socket.gethostname()
     stopped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

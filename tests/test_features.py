@@ -10,9 +10,9 @@ import json
 import sys
 
 import pytest
-from conftest import horovodrun, ok, read_losses, read_meta, read_steps, run, torchrun
+from helpers import horovodrun, ok, read_losses, read_meta, read_steps, run, torchrun
 
-from compare.parity import stepwise
+from compare.analysis.parity import stepwise
 
 pytestmark = pytest.mark.slow
 JOB = ["--workload", "mlp", "--dataset-size", "1024", "--batch-size", "16", "--epochs", "2", "--steps", "24",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import horovodrun, ok, read_losses, read_meta, run, tool, torchrun
+from helpers import horovodrun, ok, read_losses, read_meta, run, tool, torchrun
 
 pytestmark = pytest.mark.slow
 FAST = ["--workload", "mlp", "--steps", "6", "--batch-size", "16", "--dataset-size", "512", "--log-every", "4"]
@@ -69,4 +70,4 @@ def test_help_lists_the_shared_options():
         for flag in ("--workload", "--steps", "--batch-size", "--lr", "--lr-scaling", "--optimizer", "--seed",
                      "--device", "--threads", "--out"):
             assert flag in result.stdout, (module, flag)
-    assert tool("torchrun")
+    assert Path(tool("torchrun")).is_file(), "torchrun is not installed beside this Python or on PATH"

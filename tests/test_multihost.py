@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import BIN, ROOT, horovodrun, launch_env, ok, read_losses, read_meta, read_steps, run, tool, torchrun
+from helpers import BIN, ROOT, horovodrun, launch_env, ok, read_losses, read_meta, read_steps, run, tool, torchrun
 from netns import IFACE, SUBNET, Hosts, ListenerWatch, Ssh, ssh_unavailable, unavailable
 
-from compare.parity import stepwise
+from compare.analysis.parity import stepwise
 
 pytestmark = pytest.mark.slow
 STEPS = 30

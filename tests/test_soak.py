@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, run
+from helpers import ROOT, run
 
 spec = importlib.util.spec_from_file_location("soak", ROOT / "scripts" / "soak.py")
 soak = importlib.util.module_from_spec(spec)

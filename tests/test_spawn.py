@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import horovodrun, ok, read_losses, read_meta, run, torchrun
+from helpers import horovodrun, ok, read_losses, read_meta, run, torchrun
 
 pytestmark = pytest.mark.slow
 JOB = ["--workload", "mlp", "--steps", "12", "--batch-size", "16", "--dataset-size", "512", "--seed", "3",

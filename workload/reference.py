@@ -7,25 +7,19 @@ must follow the same trajectory as one process on the concatenated batches. Run 
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
-import torch
-
-from workload.backend import ReduceOp
+from workload.backend import Backend
 from workload.cli import run_training, say_error
 from workload.options import Options, UsageError, build_parser, parse_options
 
 PROG = "python -m workload.reference"
 
 
-class ReferenceBackend:
-    framework = "reference"
-    launcher = "none"
-    comm_backend = "none"
-    rank = 0
-    size = 1
-    local_rank = 0
+class ReferenceBackend(Backend):
+    """One process standing for N ranks: every collective is the identity; the data are every rank's."""
+
+    framework, launcher, comm_backend = "reference", "none", "none"
 
     def __init__(self, emulate_world_size: int, ranks: list[int] | None = None):
         self.emulate_world_size = emulate_world_size
@@ -33,48 +27,6 @@ class ReferenceBackend:
 
     def data_shards(self) -> tuple[int, list[int]]:
         return self.emulate_world_size, self.ranks
-
-    def broadcast_initial_state(self, model, optimizer) -> None:
-        pass
-
-    def wrap(self, model, optimizer):
-        return model, optimizer
-
-    def convert_sync_batchnorm(self, model):
-        return model
-
-    def no_sync(self, model, sync: bool):
-        return contextlib.nullcontext()
-
-    def synchronize(self, optimizer) -> None:
-        pass
-
-    def optimizer_step(self, optimizer, step, synchronized: bool) -> None:
-        step()
-
-    def join(self, model, optimizer):
-        return contextlib.nullcontext()
-
-    def optimizer_state(self, optimizer) -> dict:
-        return optimizer.state_dict()
-
-    def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
-        return tensor.clone()
-
-    def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
-        return tensor.clone()
-
-    def barrier(self) -> None:
-        pass
-
-    def explain_failure(self, error: BaseException) -> str | None:
-        return None
-
-    def shutdown(self) -> None:
-        pass
-
-    def versions(self) -> dict[str, str]:
-        return {}
 
 
 def main(argv: list[str] | None = None) -> int:

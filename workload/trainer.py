@@ -24,7 +24,7 @@ from workload.backend import Backend
 from workload.checkpoint import Position
 from workload.options import Options, UsageError
 from workload.record import RunRecorder
-from workload.workloads import WORKLOADS, loss_and_correct, training_loss, with_batch_norm
+from workload.workloads import load_workload, with_batch_norm
 
 # Per-step values gathered from every rank: the loss is averaged, the times take the slowest rank.
 TIME_KEYS = ("step_time_s", "data_s", "forward_s", "backward_s", "optimizer_s")
@@ -36,8 +36,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def seed_directory(out: Path, seed: int, seeds: tuple[int, ...]) -> Path:
+    """Where one seed's record goes: OUT itself for a single seed, OUT/seed-S when a launch runs several."""
+    return out / f"seed-{seed}" if len(seeds) > 1 else out
+
+
 def run_dir(options: Options, seed: int) -> Path:
-    return options.out / f"seed-{seed}" if len(options.seeds) > 1 else options.out
+    return seed_directory(options.out, seed, options.seeds)
 
 
 def effective_lr(options: Options, world_size: int) -> float:
@@ -160,7 +165,6 @@ class Trainer:
         self.recorder = RunRecorder(self.out, enabled=backend.rank == 0)
         self.start = Position(0, 0, 0)
         self.resume_path = options.resume
-        self.on_checkpoint: Callable[[Position], None] = self._save_checkpoint  # elastic Horovod: state.commit
         if options.auto_resume and (self.out / "checkpoint.pt").exists():
             self.resume_path = self.out / "checkpoint.pt"
 
@@ -171,7 +175,7 @@ class Trainer:
     def setup(self) -> None:
         options, backend = self.options, self.backend
         seed_everything(self.seed)
-        spec = WORKLOADS[options.workload]
+        spec = self.workload = load_workload(options.workload)  # a built-in or a plug-in
         self.data = spec.make_data(options.dataset_size, options.text_dir)
         num_replicas = backend.data_shards()[0]
         self.total_steps = planned_steps(options, len(self.data.train), num_replicas)
@@ -221,7 +225,8 @@ class Trainer:
         self.start = Position(state["step"], state["epoch"], state["step_in_epoch"])
         return state
 
-    def _save_checkpoint(self, position: Position) -> None:
+    def checkpoint(self, position: Position) -> None:
+        """Every --checkpoint-every steps: a checkpoint file (elastic Horovod commits its state instead)."""
         optimizer_state = self.backend.optimizer_state(self.optimizer)  # a collective under ZeRO
         if self.backend.rank == 0:
             checkpoint.save(self.out / "checkpoint.pt", framework=self.backend.framework, position=position,
@@ -283,7 +288,7 @@ class Trainer:
             t1 = time.perf_counter()
             with backend.no_sync(self.model, sync=index == micro - 1):
                 with self._autocast():
-                    loss = training_loss(self.model(x), y)
+                    loss = self.workload.loss(self.model(x), y)
                 self._sync()
                 t2 = time.perf_counter()
                 scaled = loss / micro if micro > 1 else loss
@@ -343,7 +348,7 @@ class Trainer:
                 if log_every and (step % log_every == 0 or step == self.total_steps):
                     self._write(buffer.drain(self.backend))
                 if options.checkpoint_every and step % options.checkpoint_every == 0:
-                    self.on_checkpoint(Position(step, epoch, step_in_epoch + 1))
+                    self.checkpoint(Position(step, epoch, step_in_epoch + 1))
                 if profiler is not None:
                     profiler.step()
                 inject_fault(options, self.backend.rank, step)
@@ -369,7 +374,7 @@ class Trainer:
         for x, y in DataLoader(shard, batch_size=256):
             x, y = x.to(self.device), y.to(self.device)
             with self._autocast():
-                loss, correct = loss_and_correct(self.raw_model(x), y)
+                loss, correct = self.workload.loss_and_correct(self.raw_model(x), y)
             count = y.numel()
             totals += torch.tensor([loss.item() * count, float(correct), float(count)], dtype=torch.float64)
         totals = self.backend.allreduce(totals, "sum")
@@ -399,19 +404,23 @@ class Trainer:
                 self.evaluate(epoch, step)
         return step
 
+    def run(self) -> tuple[int, dict]:
+        """Train to the end: the last step, and anything more the record should say (elastic Horovod's sizes)."""
+        return self.run_epochs(), {}
+
     def train(self) -> Path:
         self.setup()
         self.recorder.start(self.record_meta(), resume_step=self.start.step if self.resume_path else None)
         with self.recorder.failure_recorded(explain=self.backend.explain_failure):
-            step = self.run_epochs()
-        self.recorder.finish("ok", steps=step)
+            step, more = self.run()
+        self.recorder.finish("ok", steps=step, **more)
         return self.recorder.out
 
 
-def train(options: Options, backend: Backend) -> list[Path]:
+def train(options: Options, backend: Backend, trainer: type[Trainer] = Trainer) -> list[Path]:
     """Train once per seed in this one launch; returns the run directories."""
     torch.set_num_threads(options.threads)
-    return [Trainer(options, backend, seed).train() for seed in options.seeds if not _finished(options, seed)]
+    return [trainer(options, backend, seed).train() for seed in options.seeds if not _finished(options, seed)]
 
 
 def _finished(options: Options, seed: int) -> bool:

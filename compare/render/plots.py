@@ -13,9 +13,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from compare.analysis import FRAMEWORKS, Group, display, group_runs
-from compare.records import RunRecord
-from compare.timing import measured
+from compare.analysis.records import RunRecord
+from compare.analysis.summary import FRAMEWORKS, Group, display, group_runs
+from compare.analysis.timing import measured
 from workload.files import write_atomic
 
 STYLE = {

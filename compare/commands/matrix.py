@@ -14,12 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from compare.launch import build_launch, run_launch
-from compare.parity import STEP_RTOL, stepwise
-from compare.records import RecordError, RunRecord, load_run
-from compare.timing import speed_ratio
+from compare.analysis.parity import STEP_RTOL, stepwise
+from compare.analysis.records import RecordError, RunRecord, load_run
+from compare.analysis.timing import speed_ratio
+from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, word_list
+from compare.launch.commands import build_launch
+from compare.launch.process import run_launch
+from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from workload.files import write_atomic, write_json_atomic
-from workload.options import Options
+from workload.options import Options, UsageError
 
 MATRIX_SCHEMA_VERSION = 1
 
@@ -205,7 +208,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
             rows.append(Row(feature, "failed", detail=str(exc)))
         print(f"    {rows[-1].verdict}{': ' + rows[-1].detail if rows[-1].detail else ''}", file=sys.stderr)
     write_matrix(out, rows, commands, base)
-    print(render_markdown(rows))
+    print(render_markdown([matrix_table(rows)]))
     print(f"matrix: {out / 'matrix.md'}  (also matrix.json)")
     return 3 if any(r.verdict == "failed" for r in rows) else (1 if any(r.verdict == "parity fails" for r in rows)
                                                                     else 0)
@@ -224,18 +227,17 @@ def _resume_row(feature: Feature, root: Path, base: Options, full: dict[str, Run
     return judge_resume(feature, full, resumed, rtol=ns.rtol)
 
 
-def render_markdown(rows: list[Row]) -> str:
-    def fmt(value: float | None, spec: str) -> str:
-        return "—" if value is None or value != value else format(value, spec)
+MATRIX_HEADERS = ["feature", "Horovod", "DDP", "verdict", "max rel diff", "step time Horovod/DDP", "notes"]
 
-    lines = ["| feature | Horovod | DDP | verdict | max rel diff | step time Horovod/DDP | notes |",
-             "|---|---|---|---|---|---|---|"]
-    for row in rows:
-        f = row.feature
-        notes = "; ".join(part for part in (row.detail, f.note) if part)
-        lines.append(f"| {f.name} | {f.horovod_form} | {f.ddp_form} | {row.verdict} | {fmt(row.gap, '.2g')} | "
-                     f"{fmt(row.speed_ratio, '.2f')} | {notes} |")
-    return "\n".join(lines) + "\n"
+
+def matrix_table(rows: list[Row]) -> Table:
+    def fmt(value: float | None, spec: str) -> str:
+        return num(None if value is None or value != value else value, spec)
+
+    return Table(MATRIX_HEADERS, [
+        [row.feature.name, row.feature.horovod_form, row.feature.ddp_form, row.verdict, fmt(row.gap, ".2g"),
+         fmt(row.speed_ratio, ".2f"), "; ".join(part for part in (row.detail, row.feature.note) if part)]
+        for row in rows])
 
 
 def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options) -> None:
@@ -245,8 +247,30 @@ def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options)
                 "rtol": STEP_RTOL, "rows": [row.to_dict() for row in rows], "commands": commands,
                 "machine": environment.host_info()}
     write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
-    header = ("# Feature matrix: Horovod vs DDP at np 2\n\n"
-              f"Workload: mlp, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, float32 on CPU. "
-              f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps. "
-              "Step time ratio > 1: Horovod slower. Regenerate with `python -m compare matrix`.\n\n")
-    write_atomic(out / "matrix.md", header + render_markdown(rows))
+    blocks = [Heading(1, "Feature matrix: Horovod vs DDP at np 2"),
+              Para(f"Workload: mlp, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, float32 on CPU. "
+                   f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps. "
+                   "Step time ratio > 1: Horovod slower. Regenerate with `python -m compare matrix`."),
+              matrix_table(rows)]
+    write_atomic(out / "matrix.md", render_markdown(blocks))
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    matrix = commands.add_parser("matrix", help="every feature on both sides at np 2", formatter_class=DEFAULTS,
+                                 description="Run each training feature in its idiomatic form on both frameworks "
+                                             "(np 2, mlp) and write matrix.json and matrix.md.")
+    matrix.add_argument("--out", type=Path, default=Path("results/matrix"), help="where records and the table go")
+    matrix.add_argument("--steps", type=int, default=30, help="optimizer steps per run")
+    matrix.add_argument("--seed", type=int, default=0)
+    matrix.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
+    matrix.add_argument("--only", type=word_list, default=None,
+                        help="run only the features whose names contain one of these words, e.g. resume,ZeRO")
+    analysis_arguments(matrix)
+    matrix.set_defaults(func=main)
+
+
+def main(ns: argparse.Namespace) -> int:
+    check_analysis(ns)
+    if ns.steps < 4:
+        raise UsageError("--steps must be at least 4 (the resume row stops half-way)")
+    return run_matrix(ns)

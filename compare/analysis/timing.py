@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import stats
 
-from compare.records import RunRecord
+from compare.analysis.records import RunRecord
 
 PHASE_KEYS = ("data_s", "forward_s", "backward_s", "optimizer_s")
 BOOTSTRAP_RESAMPLES = 2000

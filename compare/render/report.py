@@ -1,73 +1,36 @@
 """report.json, report.md and a self-contained report.html from the analysis, plus a terminal table.
 
-The report is built once as a list of blocks (headings, paragraphs, tables, images, code) and rendered
-to Markdown and to HTML, so the two always say the same thing.
+The report is built once as a list of blocks (compare/render/blocks.py) and rendered to Markdown and to
+HTML, so the two always say the same thing.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
-import re
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from compare.analysis import display
-from compare.plots import write_plots
-from compare.records import RunRecord, jsonable
+from compare.analysis.records import RunRecord, jsonable
+from compare.names import display
+from compare.render.blocks import (
+    DASH,
+    Block,
+    Bullets,
+    Code,
+    Heading,
+    Image,
+    Para,
+    Table,
+    ms,
+    num,
+    render_html,
+    render_markdown,
+    text_table,
+)
+from compare.render.plots import write_plots
 from workload.files import write_atomic
 
 REPORT_SCHEMA_VERSION = 1
-DASH = "—"
-
-
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Para:
-    text: str  # may hold **bold** and `code`
-
-
-@dataclass(frozen=True)
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-
-
-@dataclass(frozen=True)
-class Image:
-    alt: str
-    file: str  # relative to the report's directory
-
-
-@dataclass(frozen=True)
-class Code:
-    text: str
-
-
-@dataclass(frozen=True)
-class Bullets:
-    items: list[str]
-
-
-Block = Heading | Para | Table | Image | Code | Bullets
-
-
-# ---- number formatting ----------------------------------------------------------------------------------
-
-
-def num(value: float | None, spec: str = ".3g") -> str:
-    return DASH if value is None else format(value, spec)
-
-
-def ms(seconds: float | None) -> str:
-    return DASH if seconds is None else f"{seconds * 1e3:.2f}"
 
 
 def verdict_word(passed: bool | None) -> str:
@@ -97,18 +60,7 @@ def summary_cells(row: dict) -> list[str]:
 
 def summary_table(analysis: dict) -> str:
     """The summary as a plain-text aligned table, for a terminal."""
-    rows = [SUMMARY_HEADERS] + [summary_cells(r) for r in analysis["summary"]]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(SUMMARY_HEADERS))]
-
-    def line(cells: list[str]) -> str:
-        # Names left-aligned, numbers right-aligned.
-        first = cells[0].ljust(widths[0])
-        rest = [cell.rjust(w) for cell, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest]).rstrip()
-
-    lines = [line(row) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(SUMMARY_HEADERS, [summary_cells(r) for r in analysis["summary"]])
 
 
 def verdict_blocks(analysis: dict) -> list[Block]:
@@ -322,81 +274,6 @@ def environment_from_runs(runs: list[RunRecord]) -> dict:
         "threads": meta.get("threads"),
         "env": meta.get("env") or {},
     }
-
-
-# ---- rendering ------------------------------------------------------------------------------------------
-
-
-def md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(blocks: list[Block]) -> str:
-    out: list[str] = []
-    for block in blocks:
-        if isinstance(block, Heading):
-            out.append(f"{'#' * block.level} {block.text}")
-        elif isinstance(block, Para):
-            out.append(block.text)
-        elif isinstance(block, Table):
-            out.append("| " + " | ".join(md_cell(h) for h in block.headers) + " |")
-            out.append("|" + "---|" * len(block.headers))
-            out.extend("| " + " | ".join(md_cell(c) for c in row) + " |" for row in block.rows)
-        elif isinstance(block, Image):
-            out.append(f"![{block.alt}]({block.file})")
-        elif isinstance(block, Code):
-            out.append(f"```\n{block.text}\n```")
-        elif isinstance(block, Bullets):
-            out.extend(f"- {item}" for item in block.items)
-        out.append("")
-    return "\n".join(out)
-
-
-def inline_html(text: str) -> str:
-    escaped = html.escape(text)
-    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
-    return re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
-
-
-CSS = """
-body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
-th { background: #f2f2f2; }
-td:first-child, th:first-child { text-align: left; }
-pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
-"""
-
-
-def render_html(blocks: list[Block], image_dir: Path) -> str:
-    """A self-contained page: images are embedded as base64 data URIs."""
-    title = next((b.text for b in blocks if isinstance(b, Heading)), "Report")
-    body: list[str] = []
-    for block in blocks:
-        if isinstance(block, Heading):
-            body.append(f"<h{block.level}>{inline_html(block.text)}</h{block.level}>")
-        elif isinstance(block, Para):
-            body.append(f"<p>{inline_html(block.text)}</p>")
-        elif isinstance(block, Table):
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
-            rows = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows
-            )
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-        elif isinstance(block, Image):
-            data = base64.b64encode((image_dir / block.file).read_bytes()).decode("ascii")
-            body.append(f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">')
-        elif isinstance(block, Code):
-            body.append(f"<pre>{html.escape(block.text)}</pre>")
-        elif isinstance(block, Bullets):
-            body.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in block.items) + "</ul>")
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
 
 
 def write_report(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from compare.parity import (
+from compare.analysis.parity import (
     CONFIDENCE,
     MARGIN_SD,
     STEP_K,
@@ -17,8 +17,8 @@ from compare.parity import (
     stepwise,
     tolerance_justification,
 )
-from compare.records import RunRecord, jsonable
-from compare.timing import breakdown, pooled_times, scaling_efficiency, speed_ratio, step_stats, throughput
+from compare.analysis.records import RunRecord, jsonable
+from compare.analysis.timing import breakdown, pooled_times, scaling_efficiency, speed_ratio, step_stats, throughput
 
 FRAMEWORKS = ("horovod", "ddp", "reference")
 DISPLAY = {"horovod": "Horovod", "ddp": "DDP", "reference": "reference"}

@@ -14,13 +14,15 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from compare.launch import Launch, executable, run_launch
-from compare.parity import stepwise
-from compare.records import RecordError, RunRecord, load_run
+from compare.analysis.parity import stepwise
+from compare.analysis.records import RecordError, RunRecord, load_run
+from compare.commands.arguments import DEFAULTS, word_list
+from compare.launch.commands import recovery_launch
+from compare.launch.process import run_launch
+from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from workload.files import write_atomic, write_json_atomic
-from workload.options import Options, to_argv
+from workload.options import Options, UsageError
 
-ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("kill", "exit", "hang")
 FAULT_STEP, FAULT_RANK = 13, 1
 
@@ -39,24 +41,6 @@ class FaultResult:
     curve_after_resume_identical: bool | None = None
     world_sizes: list[int] | None = None
     log: str = ""
-
-
-def command(framework: str, options: Options, out: Path, *, faulty: bool) -> list[str]:
-    argv = to_argv(options, out=out, seeds=options.seeds)
-    if framework == "ddp":
-        restarts = ["--max-restarts", "3"] if faulty else []
-        return [executable("torchrun"), "--standalone", "--nproc-per-node", "2", *restarts, "-m", "native_impl",
-                *argv, "--auto-resume"]
-    elastic = ["--min-np", "1", "--max-np", "2", "--host-discovery-script",
-               str(ROOT / "scripts" / "horovod-local-hosts.sh"), "--blacklist-cooldown-range", "2", "4"]
-    return [executable("horovodrun"), "-np", "2", *(elastic if faulty else ["-H", "localhost:2"]), "--gloo",
-            "--network-interfaces", "lo", sys.executable, "-m", "hvd_impl", *argv, *(["--elastic"] if faulty else [])]
-
-
-def launch(framework: str, options: Options, out: Path, *, faulty: bool) -> Launch:
-    """The launch `compare faults` runs: the uninterrupted run, or the one set up to recover (faulty)."""
-    return Launch(framework, 2, options.seeds, command(framework, options, out, faulty=faulty),
-                  {"OMP_NUM_THREADS": str(options.threads), "PYTHONUNBUFFERED": "1"}, out, out / "launch.log")
 
 
 def judge(framework: str, scenario: str, faulty: RunRecord | None, clean: RunRecord, launch_text: str,
@@ -91,7 +75,7 @@ def run_faults(ns: argparse.Namespace) -> int:
     commands: list[str] = []
     for framework in ("ddp", "horovod"):
         clean_dir = out / f"{framework}-uninterrupted"
-        clean_launch = launch(framework, options, clean_dir, faulty=False)
+        clean_launch = recovery_launch(framework, options, clean_dir, faulty=False)
         commands.append(clean_launch.shell_line())
         print(f"{framework}: uninterrupted run", file=sys.stderr, flush=True)
         clean_outcome = run_launch(clean_launch, ns.timeout)
@@ -103,7 +87,7 @@ def run_faults(ns: argparse.Namespace) -> int:
             run_dir = out / f"{framework}-{scenario}"
             faulty_options = Options(**{**asdict(options), "fail_at_step": FAULT_STEP, "fail_rank": FAULT_RANK,
                                         "fail_mode": scenario})
-            faulty_launch = launch(framework, faulty_options, run_dir, faulty=True)
+            faulty_launch = recovery_launch(framework, faulty_options, run_dir, faulty=True)
             commands.append(faulty_launch.shell_line())
             print(f"{framework}: {scenario} rank {FAULT_RANK} after step {FAULT_STEP}", file=sys.stderr, flush=True)
             outcome = run_launch(faulty_launch, ns.timeout)
@@ -118,32 +102,52 @@ def run_faults(ns: argparse.Namespace) -> int:
             print(f"  {'recovered' if result.recovered else 'NOT recovered'} ({outcome.describe()})",
                   file=sys.stderr, flush=True)
     write_faults(out, results, commands, ns)
-    print(render_markdown(results))
+    print(render_markdown([fault_table(results)]))
     print(f"faults: {out / 'faults.md'}  (also faults.json)")
     return 0 if all(r.recovered for r in results) else 3
 
 
-def render_markdown(results: list[FaultResult]) -> str:
-    def fmt(value: object, spec: str = "") -> str:
-        return "—" if value is None else format(value, spec)
+FAULT_HEADERS = ["framework", "fault", "recovered", "s from fault to next step", "steps lost",
+                 "final loss (uninterrupted)", "rel. diff", "curve after resume identical", "world sizes"]
 
-    lines = ["| framework | fault | recovered | s from fault to next step | steps lost | final loss (uninterrupted) "
-             "| rel. diff | curve after resume identical | world sizes |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        lines.append(f"| {'Horovod (elastic)' if r.framework == 'horovod' else 'DDP (torchrun restarts)'} "
-                     f"| {r.scenario} | {'yes' if r.recovered else 'no: ' + r.launch} | {fmt(r.seconds_to_next_step)} "
-                     f"| {fmt(r.steps_lost)} | {fmt(r.final_loss, '.4f')} ({fmt(r.uninterrupted_final_loss, '.4f')}) "
-                     f"| {fmt(r.final_loss_rel_diff, '.2g')} | {fmt(r.curve_after_resume_identical)} "
-                     f"| {fmt(r.world_sizes)} |")
-    return "\n".join(lines) + "\n"
+
+def fault_table(results: list[FaultResult]) -> Table:
+    return Table(FAULT_HEADERS, [
+        ["Horovod (elastic)" if r.framework == "horovod" else "DDP (torchrun restarts)", r.scenario,
+         "yes" if r.recovered else "no: " + r.launch, num(r.seconds_to_next_step, ""), num(r.steps_lost, ""),
+         f"{num(r.final_loss, '.4f')} ({num(r.uninterrupted_final_loss, '.4f')})", num(r.final_loss_rel_diff, ".2g"),
+         num(r.curve_after_resume_identical, ""), num(r.world_sizes, "")] for r in results])
 
 
 def write_faults(out: Path, results: list[FaultResult], commands: list[str], ns: argparse.Namespace) -> None:
     write_json_atomic(out / "faults.json", {"schema_version": 1, "fault_step": FAULT_STEP, "fault_rank": FAULT_RANK,
                                             "interval": ns.interval, "collective_timeout": ns.collective_timeout,
                                             "results": [asdict(r) for r in results], "commands": commands})
-    header = (f"# Faults: Horovod vs DDP at np 2\n\nRank {FAULT_RANK} fails after step {FAULT_STEP} of {ns.steps} "
-              f"(kill: SIGKILL; exit: exit status 13; hang: SIGSTOP); checkpoint/commit every {ns.interval} steps; "
-              f"collective timeout {ns.collective_timeout:g} s. Regenerate with `python -m compare faults`.\n\n")
-    write_atomic(out / "faults.md", header + render_markdown(results))
+    blocks = [Heading(1, "Faults: Horovod vs DDP at np 2"),
+              Para(f"Rank {FAULT_RANK} fails after step {FAULT_STEP} of {ns.steps} (kill: SIGKILL; exit: exit status "
+                   f"13; hang: SIGSTOP); checkpoint/commit every {ns.interval} steps; collective timeout "
+                   f"{ns.collective_timeout:g} s. Regenerate with `python -m compare faults`."),
+              fault_table(results)]
+    write_atomic(out / "faults.md", render_markdown(blocks))
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    faults = commands.add_parser("faults", help="the same faults on both frameworks' recovery paths",
+                                 formatter_class=DEFAULTS,
+                                 description="Kill, exit or stop a worker of each framework at np 2 and report "
+                                             "recovery (torchrun --max-restarts with checkpoints; elastic Horovod).")
+    faults.add_argument("--out", type=Path, default=Path("results/faults"), help="where records and the table go")
+    faults.add_argument("--scenarios", type=word_list, default=list(SCENARIOS), help=", ".join(SCENARIOS))
+    faults.add_argument("--steps", type=int, default=40, help="optimizer steps per run (the fault is at step 13)")
+    faults.add_argument("--interval", type=int, default=8, help="steps between checkpoints / commits")
+    faults.add_argument("--collective-timeout", type=float, default=20, help="seconds before a stopped worker fails")
+    faults.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
+    faults.set_defaults(func=main)
+
+
+def main(ns: argparse.Namespace) -> int:
+    unknown = [name for name in ns.scenarios if name not in SCENARIOS]
+    if unknown or ns.steps <= 14 or ns.interval <= 0 or ns.collective_timeout <= 0:
+        raise UsageError(f"scenarios are {', '.join(SCENARIOS)}; --steps must exceed 14, "
+                         "--interval and --collective-timeout be positive")
+    return run_faults(ns)

@@ -35,17 +35,18 @@ from pathlib import Path
 
 import numpy as np
 
-from compare.launch import Launch, Outcome, build_launch, executable, run_launch
-from compare.records import RecordError, jsonable, load_run
-from compare.report import DASH, Code, Heading, Para, Table, render_markdown
-from compare.timing import breakdown, measured, speed_ratio
+from compare.analysis.records import RecordError, jsonable, load_run
+from compare.analysis.timing import breakdown, measured, speed_ratio
+from compare.launch.commands import Launch, benchmark_launch, build_launch
+from compare.launch.process import Outcome, run_launch
+from compare.render.blocks import DASH, Code, Heading, Para, Table, render_markdown
 from workload import environment
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options, UsageError, check_writable, parse_options
 from workload.workloads import WORKLOADS
 
 BENCH_SCHEMA_VERSION = 1
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("allreduce", "sweep", "overhead", "costs", "e2e")
 OVERHEAD_TARGET = 1.03
 TUNING_AIM = 1.25
@@ -83,27 +84,6 @@ QUICK = Settings(world_sizes=(2,), steps=30, warmup=5, rounds=1, block_rounds=2,
 
 
 # --- launching ----------------------------------------------------------------------------------------
-
-def bench_env(threads: int) -> dict[str, str]:
-    """What build_launch gives every launch (equal threads, loopback), and benchmarks/ importable."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1",
-            "GLOO_SOCKET_IFNAME": "lo", "PYTHONPATH": path}
-
-
-def module_launch(name: str, module: str, args: list[str], world_size: int, launcher: str, out: Path,
-                  threads: int) -> Launch:
-    """A benchmarks/ module under the launcher line build_launch writes for the implementations."""
-    if launcher == "torchrun":
-        command = [executable("torchrun"), "--standalone", "--nproc-per-node", str(world_size), "-m", module, *args]
-    elif launcher == "python":
-        command = [sys.executable, "-m", module, *args]
-    else:
-        controller = launcher.removeprefix("horovodrun-")
-        command = [executable("horovodrun"), "-np", str(world_size), f"--{controller}", "--network-interfaces", "lo",
-                   "-H", f"localhost:{world_size}", sys.executable, "-m", module, *args]
-    return Launch(name, world_size, (0,), command, bench_env(threads), out, out / "launch.log")
-
 
 @dataclass
 class Bench:
@@ -178,7 +158,7 @@ def run_allreduce(bench: Bench) -> list[dict]:
         args = ["--framework", "torch" if launcher == "torchrun" else "horovod", "--sizes",
                 ",".join(map(str, settings.sizes)), "--min-time", str(settings.allreduce_min_time),
                 "--out", str(out / "result.json")]
-        outcome, _ = bench.run(module_launch(f"allreduce {LAUNCHER_LABELS[launcher]} np2", "benchmarks.allreduce",
+        outcome, _ = bench.run(benchmark_launch(f"allreduce {LAUNCHER_LABELS[launcher]} np2", "benchmarks.allreduce",
                                              args, 2, launcher, out, settings.threads))
         result = bench.read_json(outcome, out / "result.json")
         if result:
@@ -242,7 +222,7 @@ def run_sweeps(bench: Bench, gradient_mb: float) -> dict[str, dict]:
                   "dataset_size": None}
     out = bench.out / "runs" / "sweep-ddp"
     args = bare_args(settings, out / "result.json", configs=ddp_sweep(settings, gradient_mb), **sweep_args)
-    outcome, _ = bench.run(module_launch("sweep ddp np2", "benchmarks.bare_ddp", args, 2, "torchrun", out,
+    outcome, _ = bench.run(benchmark_launch("sweep ddp np2", "benchmarks.bare_ddp", args, 2, "torchrun", out,
                                          settings.threads))
     result = bench.read_json(outcome, out / "result.json")
     if result:
@@ -254,7 +234,7 @@ def run_sweeps(bench: Bench, gradient_mb: float) -> dict[str, dict]:
             out = bench.out / "runs" / f"sweep-horovod-{r}-{index}"
             with_probes = [config] + (PROBES if config["name"] == "default" else [])
             args = bare_args(settings, out / "result.json", configs=with_probes, **sweep_args)
-            launch = module_launch(f"sweep horovod {config['name']} np2", "benchmarks.bare_horovod", args, 2,
+            launch = benchmark_launch(f"sweep horovod {config['name']} np2", "benchmarks.bare_horovod", args, 2,
                                    "horovodrun-mpi", out, settings.threads)
             outcome, _ = bench.run(replace(launch, env={**launch.env, **config.get("env", {})}))
             result = bench.read_json(outcome, out / "result.json")
@@ -302,7 +282,7 @@ def run_bare(bench: Bench, framework: str, n: int, out: Path) -> dict:
     args = bare_args(settings, out / "result.json", steps=-(-settings.steps // settings.block_rounds),
                      rounds=settings.block_rounds, block_warmup=2, configs=configs,
                      dataset_size=overhead_dataset_size(settings))
-    outcome, timing = bench.run(module_launch(f"bare {framework} np{n}", module, args, n, launcher, out,
+    outcome, timing = bench.run(benchmark_launch(f"bare {framework} np{n}", module, args, n, launcher, out,
                                               settings.threads))
     result = bench.read_json(outcome, out / "result.json")
     if not result:
@@ -348,7 +328,7 @@ def run_costs(bench: Bench) -> dict | None:
     args = ["--workload", settings.workload, "--batch-size", str(settings.batch_size), "--threads",
             str(settings.threads), "--steps", str(settings.cost_steps), "--rounds", str(settings.cost_rounds),
             "--out", str(out / "result.json")]
-    outcome, _ = bench.run(module_launch("loop costs np1", "benchmarks.loop_costs", args, 1, "python", out,
+    outcome, _ = bench.run(benchmark_launch("loop costs np1", "benchmarks.loop_costs", args, 1, "python", out,
                                          settings.threads))
     return bench.read_json(outcome, out / "result.json")
 
@@ -807,6 +787,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     bench.add_argument("--skip", type=lambda text: tuple(p.strip() for p in text.split(",") if p.strip()),
                        default=(), help=f"parts to leave out, from: {', '.join(PARTS)}")
     bench.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
+    bench.set_defaults(func=run_bench)
     return bench
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from compare.records import jsonable
+from compare.analysis.records import jsonable
 
 STEP_RTOL = 1e-5
 """Relative tolerance on the per-step loss over the first STEP_K steps.

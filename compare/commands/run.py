@@ -1,0 +1,128 @@
+"""python -m compare run: launch both frameworks at each world size with their real launchers, then report.
+
+Processes and files live here; the analysis itself is pure (compare/analysis/)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from compare.analysis.records import find_runs
+from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, frameworks, int_list
+from compare.commands.report import publish
+from compare.launch.commands import Launch, build_launch, private_network_available
+from compare.launch.logs import steps_done
+from compare.launch.process import Outcome, run_launch
+from compare.launch.tuning import TUNING_RECORD, load_tuning, mismatch
+from compare.names import EXIT_RUN_FAILED, FRAMEWORKS
+from compare.render.progress import ProgressReporter
+from workload.files import write_json_atomic
+from workload.options import Options, UsageError, check_writable, options_from_namespace, validate
+from workload.trainer import planned_steps
+from workload.workloads import WORKLOADS
+
+DEFAULT_SEEDS = (0, 1, 2)
+REFERENCE_AUTO = ("mlp", "digits")  # small enough that one process on the global batch is cheap
+
+
+def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
+    """Every launch of a comparison, in the order they run. Validates the options first."""
+    options = options_from_namespace(ns)
+    if ns.seeds is None:
+        options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
+    validate(options)
+    tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
+    network = getattr(ns, "network", "host")
+    if network == "private" and not private_network_available():
+        raise UsageError("--network private needs root, unshare and ip (iproute2): use --network host")
+    private = ns.private_network = network == "private" or (network == "auto" and private_network_available())
+    framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
+    reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
+    data = WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir)
+    launches = []
+    for world_size in sorted(set(ns.np)):
+        if world_size <= 0:
+            raise UsageError(f"--np values must be positive, got {world_size}")
+        planned_steps(options, len(data.train), world_size)  # fails early: too few samples for this np
+        for framework in ns.frameworks:
+            launches.append(build_launch(framework, world_size, framework_options[framework],
+                                         ns.out / "runs" / f"{framework}-np{world_size}",
+                                         horovod_controller=ns.horovod_controller, launcher=ns.launcher,
+                                         extra_env=tuning.env.get(framework), private_network=private))
+        if reference and world_size > 1:
+            launches.append(build_launch("reference", world_size, options,
+                                         ns.out / "runs" / f"reference-np{world_size}", private_network=private))
+    return launches, options, len(data.train)
+
+
+def run_suite(ns: argparse.Namespace) -> int:
+    launches, options, train_samples = plan(ns)
+    check_writable(ns.out)
+    print(f"comparing {ns.tuning.describe()}", flush=True)
+    ns.out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(ns.out / TUNING_RECORD, ns.tuning.record())  # for `compare report` to say it again
+    if (warning := mismatch(ns.tuning, options, ns.horovod_controller)) is not None:
+        print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
+    total = sum(planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches)
+    reporter = ProgressReporter(total)
+    outcomes: list[Outcome] = []
+    started = time.monotonic()
+    try:
+        for index, launch in enumerate(launches, 1):
+            shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
+            reporter.begin(launch.label, index, len(launches))
+            outcome = run_launch(launch, ns.timeout,
+                                 on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
+                                                                                          launch.seeds)))
+            outcomes.append(outcome)
+            reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
+            if not outcome.ok:
+                print(f"--- last lines of {outcome.launch.log_path} ---\n{outcome.log_tail}\n---",
+                      file=sys.stderr, flush=True)
+    finally:
+        reporter.close()
+    wall = time.monotonic() - started
+    runs = find_runs(ns.out / "runs") if (ns.out / "runs").is_dir() else []
+    if not runs:
+        print("python -m compare: no run finished a single seed: nothing to analyse", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return publish(ns.out, runs, ns, outcomes=outcomes, wall_s=wall)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    from workload.options import add_arguments
+
+    run = commands.add_parser("run", help="launch both frameworks and report", formatter_class=DEFAULTS,
+                              description="Launch each framework at each world size with its real launcher "
+                                          "(horovodrun, torchrun), every seed in one launch, then analyse.")
+    suite = run.add_argument_group("comparison")
+    suite.add_argument("--np", type=int_list, default=(1, 2), help="world sizes, e.g. 1,2,4")
+    suite.add_argument("--frameworks", type=frameworks, default=FRAMEWORKS, help="horovod, ddp or both")
+    suite.add_argument("--horovod-controller", choices=["mpi", "gloo"], default="mpi",
+                       help="horovodrun --mpi or --gloo")
+    suite.add_argument("--launcher", choices=["cli", "spawn"], default="cli",
+                       help="cli: horovodrun and torchrun; spawn: horovod.run and torch.multiprocessing.spawn")
+    suite.add_argument("--reference", choices=["auto", "on", "off"], default="auto",
+                       help="also train one process on the same global batches (auto: on for mlp and digits)")
+    suite.add_argument("--timeout", type=float, default=600, help="seconds allowed for each launch")
+    suite.add_argument("--network", choices=["auto", "private", "host"], default="auto",
+                       help="private: each launch in a network namespace of its own with only loopback, so "
+                            "nothing it listens on is reachable from outside (needs root); auto: private "
+                            "when possible")
+    suite.add_argument("--tuned", type=Path, default=None, metavar="FILE",
+                       help="compare tuned against tuned: each framework's settings from FILE (the tuned.json "
+                            "that `compare bench` writes); without it, defaults against defaults")
+    suite.add_argument("--out", type=Path, default=Path("results/latest"),
+                       help="where the run records (OUT/runs/) and the report go")
+    analysis_arguments(run)
+    add_arguments(run, run_directory=False, launch=False)  # the workload options, passed on to every launch
+    run.set_defaults(func=main)
+
+
+def main(ns: argparse.Namespace) -> int:
+    check_analysis(ns)
+    return run_suite(ns)

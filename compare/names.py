@@ -1,0 +1,20 @@
+"""The names and numbers every part of `compare/` shares: exit codes, frameworks and their display names."""
+
+from __future__ import annotations
+
+# Exit status of every `python -m compare` command.
+EXIT_OK = 0  # parity holds (and the runs ended well)
+EXIT_PARITY_FAILS = 1  # the two sides do not train the same
+EXIT_USAGE = 2  # bad input: one line on stderr
+EXIT_RUN_FAILED = 3  # a launch or a recorded run failed
+EXIT_UNDECIDED = 4  # the evidence cannot decide: never read as "holds"
+EXIT_DIFFERENT_JOBS = 5  # the two records are not the same job (options, data, world size...)
+
+FRAMEWORKS = ("horovod", "ddp")  # the two sides of every comparison
+JUDGED = (*FRAMEWORKS, "reference")  # everything a comparison may hold records of
+DISPLAY = {"horovod": "Horovod", "ddp": "DDP", "reference": "reference"}
+MODULES = {"horovod": "hvd_impl", "ddp": "native_impl", "reference": "workload.reference"}
+
+
+def display(framework: str) -> str:
+    return DISPLAY.get(framework, framework)

@@ -1,0 +1,63 @@
+"""What the tests share: run the real launchers from the project's virtual environment and read run records."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    return str(path) if path.exists() else (shutil.which(name) or name)
+
+
+def launch_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """Run a command from the repository root; its output is kept for the assertion message."""
+    return subprocess.run(args, cwd=ROOT, env=launch_env(**env), capture_output=True, text=True,
+                          timeout=timeout, start_new_session=True)
+
+
+def horovodrun(np: int, controller: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return run([tool("horovodrun"), "-np", str(np), f"--{controller}", sys.executable, "-m", "hvd_impl",
+                *args], **env)
+
+
+def torchrun(np: int, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return run([tool("torchrun"), "--standalone", "--nproc-per-node", str(np), "-m", "native_impl", *args],
+               **env)
+
+
+def reference(np: int, *args: str) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-m", "workload.reference", "--emulate-world-size", str(np), *args])
+
+
+def read_steps(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [entry for entry in map(json.loads, lines) if entry["kind"] == "step"]
+
+
+def read_losses(run_dir: Path) -> list[float]:
+    return [entry["loss"] for entry in read_steps(run_dir)]
+
+
+def read_meta(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
