@@ -18,10 +18,9 @@ from compare.analysis.parity import (
     tolerance_justification,
 )
 from compare.analysis.records import RunRecord, jsonable
-from compare.analysis.timing import breakdown, pooled_times, scaling_efficiency, speed_ratio, step_stats, throughput
+from compare.analysis.speed import add_scaling, compare_speed, timing_entry
+from compare.names import FRAMEWORKS, JUDGED, display
 
-FRAMEWORKS = ("horovod", "ddp", "reference")
-DISPLAY = {"horovod": "Horovod", "ddp": "DDP", "reference": "reference"}
 # End points compared over seeds: name -> how to read it from a run.
 END_POINTS = {
     "final_loss": lambda r: r.final_loss,
@@ -30,10 +29,6 @@ END_POINTS = {
 }
 
 Group = dict[int, RunRecord]  # seed -> run
-
-
-def display(framework: str) -> str:
-    return DISPLAY.get(framework, framework)
 
 
 def group_world_size(run: RunRecord) -> int:
@@ -196,67 +191,23 @@ def compare_pair(a_name: str, b_name: str, a: Group, b: Group, *, k: int, rtol: 
     }
 
 
-def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> dict:
-    records = [group[s] for s in sorted(group)]
-    stats = step_stats(pooled_times(records, warmup), 0)
-    batches = sorted({r.global_batch for r in records if r.global_batch})
-    return {
-        "framework": framework,
-        "world_size": world_size,
-        "seeds": sorted(group),
-        "global_batch": batches[0] if len(batches) == 1 else None,
-        "step": stats,
-        "throughput": throughput(batches[0], stats["median"]) if len(batches) == 1 else None,
-        "scaling_efficiency": None,
-        "breakdown": breakdown(records, warmup),
-    }
-
-
-def speed_sentence(world_size: int, ratio: dict) -> str:
-    """How DDP's speed compares with Horovod's, from the Horovod/DDP step-time ratio and its CI."""
-    r, low, high = ratio["step_time_ratio"], ratio["ci_low"], ratio["ci_high"]
-    if r is None:
-        return f"no speed comparison at np {world_size} ({ratio.get('reason')})"
-    conf = f"{ratio['confidence']:.0%} CI"
-    if low is None:
-        ci = inverse_ci = ""
-    else:
-        ci = f" ({conf} {low:.2f}-{high:.2f})"
-        inverse_ci = f" ({conf} {1 / high:.2f}-{1 / low:.2f})"
-    if low is not None and low <= 1 <= high:
-        return (
-            f"Horovod and DDP are equally fast within noise at np {world_size} "
-            f"(Horovod/DDP step-time ratio {r:.2f}, {conf} {low:.2f}-{high:.2f})"
-        )
-    if r >= 1:
-        return f"DDP is {r:.2f}x faster than Horovod at np {world_size}{ci}"
-    return f"Horovod is {1 / r:.2f}x faster than DDP at np {world_size}{inverse_ci}"
-
-
 def analyse_level(world_size: int, groups: dict[tuple[str, int], Group], *, warmup: int, k: int,
                   rtol: float, margin_sd: float) -> dict:
-    present = {f: groups[(f, world_size)] for f in FRAMEWORKS if (f, world_size) in groups}
+    present = {f: groups[(f, world_size)] for f in JUDGED if (f, world_size) in groups}
     options = {"k": k, "rtol": rtol, "margin_sd": margin_sd}
     comparisons = {}
     if "horovod" in present and "ddp" in present:
         comparisons["horovod_vs_ddp"] = compare_pair(
             "horovod", "ddp", present["horovod"], present["ddp"], with_end_points=True, **options
         )
-    for framework in ("horovod", "ddp"):
+    for framework in FRAMEWORKS:
         if framework in present and "reference" in present:
             comparisons[f"{framework}_vs_reference"] = compare_pair(
                 framework, "reference", present[framework], present["reference"], with_end_points=False,
                 **options,
             )
     timing = {f: timing_entry(f, world_size, g, warmup) for f, g in present.items()}
-    speed = None
-    if "horovod" in present and "ddp" in present:
-        speed = speed_ratio(
-            pooled_times(present["horovod"].values(), warmup),
-            pooled_times(present["ddp"].values(), warmup),
-            confidence=CONFIDENCE,
-        )
-        speed.update(a="horovod", b="ddp", sentence=speed_sentence(world_size, speed))
+    speed = compare_speed(world_size, present, warmup)
     return {
         "world_size": world_size,
         "seeds": {f: sorted(g) for f, g in present.items()},
@@ -266,26 +217,13 @@ def analyse_level(world_size: int, groups: dict[tuple[str, int], Group], *, warm
     }
 
 
-def add_scaling(levels: list[dict]) -> None:
-    """Scaling efficiency of each framework against its own world size 1."""
-    single = {
-        f: t["throughput"] for level in levels if level["world_size"] == 1 for f, t in level["timing"].items()
-    }
-    for level in levels:
-        for framework, entry in level["timing"].items():
-            if framework != "reference":
-                entry["scaling_efficiency"] = scaling_efficiency(
-                    entry["throughput"], single.get(framework), level["world_size"]
-                )
-
-
 def summary_rows(levels: list[dict]) -> list[dict]:
     """One row per (framework, world size): the numbers of the report's summary table."""
     rows = []
     for level in levels:
         comparisons = level["comparisons"]
         for framework, entry in level["timing"].items():
-            vs_other = comparisons.get("horovod_vs_ddp") if framework in ("horovod", "ddp") else None
+            vs_other = comparisons.get("horovod_vs_ddp") if framework in FRAMEWORKS else None
             vs_reference = comparisons.get(f"{framework}_vs_reference")
             other_diff = vs_other["stepwise"]["max_rel_diff"] if vs_other else None
             reference_diff = vs_reference["stepwise"]["max_rel_diff"] if vs_reference else None
@@ -325,10 +263,10 @@ def coverage_notes(groups: dict[tuple[str, int], Group]) -> list[str]:
     notes = []
     for world_size in sorted({ws for _, ws in groups}):
         present = {f for f, ws in groups if ws == world_size}
-        for framework in sorted(present - set(FRAMEWORKS)):
+        for framework in sorted(present - set(JUDGED)):
             notes.append(f"unknown framework {framework!r} at np {world_size}: not compared")
-        if len(present & {"horovod", "ddp"}) == 1:
-            missing = ({"horovod", "ddp"} - present).pop()
+        if len(present & set(FRAMEWORKS)) == 1:
+            missing = (set(FRAMEWORKS) - present).pop()
             notes.append(f"no {display(missing)} runs at np {world_size}: Horovod and DDP not compared there")
     return notes
 
@@ -341,7 +279,7 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, k: int = STEP_K, rtol: fl
             margin_sd: float = MARGIN_SD) -> dict:
     """The whole report's data. Runs that did not end well are listed under "failures" and not judged."""
     groups, notes = group_runs(runs)
-    world_sizes = sorted({ws for f, ws in groups if f in FRAMEWORKS})
+    world_sizes = sorted({ws for f, ws in groups if f in JUDGED})
     levels = [
         analyse_level(ws, groups, warmup=warmup, k=k, rtol=rtol, margin_sd=margin_sd) for ws in world_sizes
     ]

@@ -39,6 +39,7 @@ from compare.analysis.records import RecordError, jsonable, load_run
 from compare.analysis.timing import breakdown, measured, speed_ratio
 from compare.launch.commands import Launch, benchmark_launch, build_launch
 from compare.launch.process import Outcome, run_launch
+from compare.names import FRAMEWORKS
 from compare.render.blocks import DASH, Code, Heading, Para, Table, render_markdown
 from workload import environment
 from workload.files import write_atomic, write_json_atomic
@@ -439,7 +440,7 @@ def confirmed_settings(tuned: dict[str, dict], effect: list[dict], settings: Set
 def tuned_file(tuned: dict[str, dict], settings: Settings, confirmed: bool) -> dict:
     """tuned.json: {"horovod": argv, "ddp": argv, "env": {"horovod": {...}, "ddp": {...}}, "tuned_for": ...}."""
     return {"horovod": tuned["horovod"]["args"], "ddp": tuned["ddp"]["args"],
-            "env": {name: tuned[name]["env"] for name in ("horovod", "ddp")},
+            "env": {name: tuned[name]["env"] for name in FRAMEWORKS},
             "tuned_for": {"workload": settings.workload, "batch_size": settings.batch_size, "threads": settings.threads,
                           "world_size": 2, "horovod_controller": "mpi", "source": "python -m compare bench",
                           "confirmed_by_the_implementations": confirmed}}

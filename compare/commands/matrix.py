@@ -20,6 +20,7 @@ from compare.analysis.timing import speed_ratio
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, word_list
 from compare.launch.commands import build_launch
 from compare.launch.process import run_launch
+from compare.names import FRAMEWORKS
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options, UsageError
@@ -198,7 +199,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
                 baseline = (hvd, ddp)
                 full = {"horovod": hvd, "ddp": ddp}
             if feature.kind == "profile":
-                files = sorted(p.name for side in ("horovod", "ddp") for p in (out / slug / side).glob("*trace*"))
+                files = sorted(p.name for side in FRAMEWORKS for p in (out / slug / side).glob("*trace*"))
                 timeline = (out / slug / "horovod" / "horovod-timeline.json").exists()
                 row.detail = f"Horovod timeline: {'written' if timeline else 'missing'}; torch traces: {len(files)}"
                 row.effect = {"files": [str(p.relative_to(out)) for p in (out / slug).rglob("*.json")
@@ -218,7 +219,7 @@ def _resume_row(feature: Feature, root: Path, base: Options, full: dict[str, Run
                 ns: argparse.Namespace, commands: list[str]) -> Row:
     half = max(2, ns.steps // 2)
     resumed = {}
-    for writer, reader in (("horovod", "ddp"), ("ddp", "horovod")):
+    for writer, reader in (FRAMEWORKS, FRAMEWORKS[::-1]):
         part = _launch(writer, ["--steps", str(half), "--checkpoint-every", str(half)], root / f"{writer}-part",
                        base, "gloo", ns.timeout, commands)
         ckpt = part.path / "checkpoint.pt"

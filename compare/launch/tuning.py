@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compare.names import FRAMEWORKS
 from workload.options import Options, UsageError, build_parser, options_from_namespace, to_argv, validate
 
-FRAMEWORKS = ("horovod", "ddp")
 TUNING_RECORD = "tuning.json"  # what a comparison ran with, beside its runs/
 # What tuning may change; anything else (seed, learning rate, ...) would make the comparison unequal.
 TUNABLE = {"horovod": {"fusion_threshold_mb", "cycle_time_ms", "threads"},

@@ -14,8 +14,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from compare.analysis.records import RunRecord
-from compare.analysis.summary import FRAMEWORKS, Group, display, group_runs
+from compare.analysis.summary import Group, group_runs
 from compare.analysis.timing import measured
+from compare.names import FRAMEWORKS, JUDGED, display
 from workload.files import write_atomic
 
 STYLE = {
@@ -58,7 +59,7 @@ def mean_band(curves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
 def by_world_size(groups: dict[tuple[str, int], Group]) -> dict[int, dict[str, Group]]:
     levels: dict[int, dict[str, Group]] = {}
     for (framework, world_size), group in sorted(groups.items(), key=lambda item: item[0][1]):
-        if framework in FRAMEWORKS:
+        if framework in JUDGED:
             levels.setdefault(world_size, {})[framework] = group
     return levels
 
@@ -74,7 +75,7 @@ def plot_loss_curves(groups: dict[tuple[str, int], Group], path: Path) -> Path |
         return None
     fig, axes = new_figure(len(levels))
     for ax, (world_size, frameworks) in zip(axes, levels.items(), strict=True):
-        for framework in FRAMEWORKS:
+        for framework in JUDGED:
             curves = [r.losses for r in frameworks.get(framework, {}).values() if r.steps]
             if not curves:
                 continue
@@ -124,7 +125,7 @@ def plot_step_times(groups: dict[tuple[str, int], Group], warmup: int, path: Pat
     """Distribution of measured step times per framework and world size (after warmup)."""
     data, labels, colors = [], [], []
     for world_size, frameworks in by_world_size(groups).items():
-        for framework in FRAMEWORKS:
+        for framework in JUDGED:
             runs = frameworks.get(framework, {}).values()
             times = np.concatenate([measured(r.step_times, warmup) for r in runs]) if runs else np.empty(0)
             if times.size:
@@ -149,7 +150,7 @@ def plot_scaling(analysis: dict, path: Path) -> Path | None:
     series: dict[str, list[tuple[int, float | None, float | None]]] = {}
     for level in analysis["levels"]:
         for framework, entry in level["timing"].items():
-            if framework in ("horovod", "ddp") and entry["throughput"]:
+            if framework in FRAMEWORKS and entry["throughput"]:
                 series.setdefault(framework, []).append(
                     (level["world_size"], entry["throughput"], entry["scaling_efficiency"])
                 )
