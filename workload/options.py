@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from workload.workloads import WORKLOADS
+from workload.workloads import BUILTIN_WORKLOADS, PLUGIN_FORMS, describe_workloads, load_workload
 
 
 class UsageError(Exception):
@@ -64,7 +64,7 @@ class Options:
     profile: bool = False
 
     def resolved_lr(self) -> float:
-        return self.lr if self.lr is not None else WORKLOADS[self.workload].default_lr
+        return self.lr if self.lr is not None else load_workload(self.workload).default_lr
 
     def as_record(self) -> dict:
         """The options as JSON-friendly values, for run.json."""
@@ -100,11 +100,49 @@ def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
     return parser
 
 
+# Each framework's own tuning settings: accepted by both implementations, so that one command line serves
+# both sides, and recorded as ignored (run.json "ignored_options") by the side they do not apply to.
+FRAMEWORK_SETTINGS = {
+    "horovod": ("fusion_threshold_mb", "cycle_time_ms"),
+    "ddp": ("bucket_cap_mb", "gradient_as_bucket_view"),
+}
+# The single-process reference has no communication to tune or compress, and no framework features.
+REFERENCE_IGNORES = ("compression", "adasum", "zero", "powersgd_rank", "elastic",
+                     *FRAMEWORK_SETTINGS["horovod"], *FRAMEWORK_SETTINGS["ddp"])
+# Appended to a help text that states its own default (or whose default, None or False, says nothing):
+# ArgumentDefaultsHelpFormatter adds "(default: X)" only to help without "%(default)", and this formats to "".
+_DEFAULT_SAID = "%(default).0s"
+
+
+def ignored_options(options: dict, framework: str) -> list[str]:
+    """The flags set in `options` (a run.json options dict) that `framework` accepts but does not use."""
+    if framework == "reference":
+        names: tuple[str, ...] = REFERENCE_IGNORES
+    else:
+        names = tuple(name for other, settings in FRAMEWORK_SETTINGS.items() if other != framework
+                      for name in settings)
+    defaults = Options()
+    return ["--" + name.replace("_", "-") for name in names
+            if name in options and options[name] != getattr(defaults, name)]
+
+
 def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True, launch: bool = True) -> None:
     """The shared options, added to any parser (the implementations' and the comparison's, which has an
     --out and launch options of its own)."""
+    earlier = {id(action) for action in parser._actions}
+    _add_shared_arguments(parser, run_directory=run_directory, launch=launch)
+    for action in parser._actions:
+        says_nothing = action.default is None or action.default is False
+        if id(action) not in earlier and action.help and (says_nothing or "(default" in action.help):
+            action.help += _DEFAULT_SAID
+
+
+def _add_shared_arguments(parser: argparse.ArgumentParser, *, run_directory: bool, launch: bool) -> None:
     work = parser.add_argument_group("workload")
-    work.add_argument("--workload", default="mlp", help=f"what to train: {describe_workloads()}")
+    work.add_argument("--workload", default="mlp",
+                      metavar="{" + ",".join(BUILTIN_WORKLOADS) + ",MODULE:FUNCTION,FILE.py:FUNCTION}",
+                      help=f"what to train: {describe_workloads()}; or your own, as {PLUGIN_FORMS} naming a "
+                           "function that returns a workload.workloads.Workload (docs/own-job.md)")
     work.add_argument("--epochs", type=int, default=1, help="passes over the training set")
     work.add_argument("--steps", type=int, default=None,
                       help="stop after this many optimizer steps (default: run all epochs)")
@@ -112,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True
     work.add_argument("--dataset-size", type=int, default=None,
                       help="training samples for the synthetic workloads (default: the workload's own)")
     work.add_argument("--text-dir", type=Path, default=None,
-                      help="lm workload: read *.py/*.txt text from this directory "
+                      help="lm workload: read the text files directly in this directory, any name "
                            "(default: the Python standard library's own sources)")
     opt = parser.add_argument_group("optimization")
     opt.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd",
@@ -199,10 +237,6 @@ def _add_spawn_arguments(parser: argparse.ArgumentParser) -> None:
                        help="Horovod only: the controller horovod.run uses")
 
 
-def describe_workloads() -> str:
-    return "; ".join(f"{name} ({spec.summary})" for name, spec in WORKLOADS.items())
-
-
 def parse_options(argv: list[str] | None, prog: str, description: str,
                   parser: argparse.ArgumentParser | None = None) -> tuple[Options, argparse.Namespace]:
     parser = parser or build_parser(prog, description)
@@ -234,8 +268,7 @@ def to_argv(options: Options, *, out: Path, seeds: tuple[int, ...]) -> list[str]
 
 def validate(options: Options) -> None:
     """Checks that need no data and no world size. Raises UsageError with one line."""
-    if options.workload not in WORKLOADS:
-        raise UsageError(f"unknown workload {options.workload!r}; choose one of: {', '.join(WORKLOADS)}")
+    load_workload(options.workload)  # a plug-in that cannot be loaded is bad input: one line, exit 2
     positive = {
         "--batch-size": options.batch_size,
         "--epochs": options.epochs,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -32,6 +34,7 @@ class RunRecorder:
         self.meta: dict = {}
         self._metrics: IO[str] | None = None
         self._started = 0.0
+        self._last_loss: float | None = None
 
     @property
     def partial_path(self) -> Path:
@@ -42,9 +45,11 @@ class RunRecorder:
         checkpoint are kept, so the record tells the whole run."""
         self._started = time.monotonic()
         self.meta = {"schema_version": SCHEMA_VERSION, "status": "running", "error": None, **meta,
-                     "start_time": now_iso(), "end_time": None, "duration_s": None}
+                     **_workload_facts(meta), "start_time": now_iso(), "end_time": None, "duration_s": None}
         if not self.enabled:
             return
+        for notice in _notices(self.meta):
+            print(notice, file=sys.stderr, flush=True)
         self.out.mkdir(parents=True, exist_ok=True)
         kept = self._earlier_lines(resume_step) if resume_step is not None else []
         (self.out / "metrics.jsonl").unlink(missing_ok=True)  # a stale complete file must not survive
@@ -97,6 +102,8 @@ class RunRecorder:
         return []
 
     def log(self, entry: dict) -> None:
+        if entry.get("kind") == "step" and isinstance(entry.get("loss"), float):
+            self._last_loss = entry["loss"]
         if self._metrics is not None:
             self._metrics.write(json.dumps(entry) + "\n")
 
@@ -115,3 +122,43 @@ class RunRecorder:
         if status == "ok":
             self.partial_path.replace(self.out / "metrics.jsonl")
         write_json_atomic(self.out / "run.json", self.meta)
+        if status == "ok":
+            print(self.closing_line(), flush=True)
+
+    def closing_line(self) -> str:
+        """One line on success: where the record is and how the run ended."""
+        loss = self._last_loss
+        final = f"final loss {loss:.4f}" if loss is not None and math.isfinite(loss) else f"final loss {loss}"
+        return (f"wrote {self.out}/run.json: {self.meta.get('steps', '?')} steps, {final}, "
+                f"{self.meta.get('duration_s', 0):.1f} s")
+
+
+def _workload_facts(meta: dict) -> dict:
+    """What the record adds from the options: the workload's source (a plug-in's file and hash) and the
+    options this framework accepted but did not use."""
+    options, framework = meta.get("options"), meta.get("framework")
+    if not isinstance(options, dict) or "workload" not in options:
+        return {}
+    from workload.options import ignored_options
+    from workload.workloads import workload_record
+
+    return {"workload": workload_record(options["workload"]),
+            "ignored_options": ignored_options(options, str(framework))}
+
+
+def _notices(meta: dict) -> list[str]:
+    """Lines for stderr at the start: what the run will not do that the command line seemed to ask."""
+    notices = []
+    framework = meta.get("framework")
+    for flag in meta.get("ignored_options") or []:
+        notices.append(f"note: {flag} does not apply to {framework}: ignored (run.json ignored_options)")
+    options = meta.get("options") or {}
+    planned, asked = meta.get("planned_steps"), options.get("steps")
+    if planned is not None and asked is not None and planned < asked:
+        epochs = options.get("epochs", 1)
+        train = (meta.get("data") or {}).get("train_samples", "?")
+        what = "one epoch" if epochs == 1 else f"{epochs} epochs"
+        steps = f"{planned} step" + ("s" if planned != 1 else "")
+        notices.append(f"note: {steps}, not {asked}: {what} of {train} samples at global batch "
+                       f"{meta.get('samples_per_step', '?')}; use --epochs for more")
+    return notices

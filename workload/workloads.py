@@ -1,6 +1,10 @@
-"""The training tasks both implementations run: data and model for each workload name.
+"""The training tasks both implementations run: the `Workload` protocol, the four built-ins, and plug-ins.
 
-Everything here is deterministic: the data comes from fixed generators, a dataset that ships inside
+A workload is data, a model and a loss (docs/own-job.md). The built-ins below are `Workload` values like
+any plug-in; `--workload my_package.my_module:make_workload` or `--workload path/to/file.py:make_workload`
+names a function that returns one.
+
+Everything built in is deterministic: the data comes from fixed generators, a dataset that ships inside
 scikit-learn, or text already on the machine, never from a download. The data does not depend on the
 run's seed (a seed changes the model's initialisation and the sampler's order, not the task), so runs
 with different seeds train on the same problem and their spread measures training noise alone.
@@ -8,40 +12,146 @@ with different seeds train on the same problem and their spread measures trainin
 
 from __future__ import annotations
 
+import codecs
+import functools
 import hashlib
+import importlib
+import importlib.util
+import sys
 import sysconfig
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 from torch import nn
-from torch.utils.data import TensorDataset
+from torch.utils.data import Dataset, TensorDataset
 
 DATA_SEED = 1234  # fixed: the task is the same for every run seed
+PLUGIN_FORMS = "MODULE:FUNCTION or FILE.py:FUNCTION"
+
+
+def _usage_error(message: str) -> Exception:
+    from workload.options import UsageError  # options imports this module: resolve at call time
+
+    return UsageError(message)
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """The data options of a run, passed to a workload's `data` function (which may ignore them)."""
+
+    size: int | None = None  # --dataset-size: training samples wanted (None: the workload's own)
+    text_dir: Path | None = None  # --text-dir
 
 
 @dataclass(frozen=True)
 class Datasets:
     train: TensorDataset
     test: TensorDataset
-    num_classes: int
-    input_shape: tuple[int, ...]
+    num_classes: int | None = None
+    input_shape: tuple[int, ...] | None = None
 
     def fingerprint(self) -> str:
         """A short hash of the training data, so two run records can show they trained on the same bytes."""
         digest = hashlib.sha256()
         for tensor in self.train.tensors:
-            digest.update(tensor.numpy().tobytes())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]
 
 
+def cross_entropy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over every prediction (per token for a sequence model)."""
+    return nn.functional.cross_entropy(output.reshape(-1, output.shape[-1]), target.reshape(-1))
+
+
+def argmax_correct(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """How many predictions (argmax over the last dimension) equal their target."""
+    return (output.reshape(-1, output.shape[-1]).argmax(dim=1) == target.reshape(-1)).sum()
+
+
 @dataclass(frozen=True)
-class WorkloadSpec:
-    summary: str
-    default_lr: float
-    make_data: Callable[[int | None, Path | None], Datasets]
-    make_model: Callable[[Datasets], nn.Module]
+class Workload:
+    """What the shared loop trains: the protocol built-in and plug-in workloads alike follow.
+
+    data(settings) -> Datasets, or a (train, test) pair of datasets of (input, target) samples. Called
+        once per run, after the run's seed is set; it should not depend on that seed (same task, every seed).
+    model(datasets) -> nn.Module: a fresh model, called after the run's seed is set (so the seed decides
+        its initialisation, the same on every rank and in both frameworks).
+    loss(output, target) -> scalar tensor: the mean loss of a batch (default: cross-entropy).
+    correct(output, target) -> tensor: how many predictions were right, for eval_accuracy (default: argmax).
+    lr: the learning rate when --lr is not given. summary: one line for --help and the record.
+    """
+
+    data: Callable[[DataSettings], Datasets | tuple[Dataset, Dataset]]
+    model: Callable[[Datasets], nn.Module]
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = cross_entropy
+    correct: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = argmax_correct
+    lr: float = 0.05
+    summary: str = ""
+    name: str = ""  # set when loaded: the built-in name or the --workload spec
+
+    @property
+    def default_lr(self) -> float:
+        return self.lr
+
+    def make_data(self, size: int | None = None, text_dir: Path | None = None) -> Datasets:
+        """The workload's data, checked: a bad plug-in fails here with one line, not deep in the loop."""
+        return _as_datasets(self.data(DataSettings(size, text_dir)), self.name)
+
+    def make_model(self, data: Datasets) -> nn.Module:
+        model = self.model(data)
+        if not isinstance(model, nn.Module):
+            raise _usage_error(f"workload {self.name!r}: model() returned {type(model).__name__}, "
+                               "not a torch.nn.Module")
+        if not any(p.requires_grad for p in model.parameters()):
+            raise _usage_error(f"workload {self.name!r}: the model has no trainable parameters")
+        return model
+
+    def loss_and_correct(self, output: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean loss and the number of correct predictions, for evaluation."""
+        return self.loss(output, target), self.correct(output, target)
+
+
+def _as_tensor_dataset(dataset: object, what: str, name: str) -> TensorDataset:
+    """Any map-style dataset of (input, target) pairs as one TensorDataset: the loop shards by index and
+    the record fingerprints the bytes, so the samples are stacked once, up front."""
+    if isinstance(dataset, TensorDataset):
+        if len(dataset.tensors) != 2:
+            raise _usage_error(f"workload {name!r}: the {what} TensorDataset holds {len(dataset.tensors)} "
+                               "tensors; it needs two (inputs, targets)")
+        return dataset
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+        raise _usage_error(f"workload {name!r}: the {what} data is {type(dataset).__name__}, not a dataset "
+                           "(a TensorDataset or any map-style Dataset of (input, target) pairs)")
+    if len(dataset) == 0:  # type: ignore[arg-type]
+        raise _usage_error(f"workload {name!r}: the {what} dataset is empty")
+    try:
+        pairs = [dataset[i] for i in range(len(dataset))]  # type: ignore[arg-type, index]
+        inputs = torch.stack([torch.as_tensor(x) for x, _ in pairs])
+        targets = torch.stack([torch.as_tensor(y) for _, y in pairs])
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise _usage_error(f"workload {name!r}: the {what} samples are not (input, target) pairs of tensors "
+                           f"of one shape each ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    return TensorDataset(inputs, targets)
+
+
+def _as_datasets(value: object, name: str) -> Datasets:
+    if isinstance(value, Datasets):
+        train, test, classes, shape = value.train, value.test, value.num_classes, value.input_shape
+    elif isinstance(value, tuple) and len(value) == 2:
+        (train, test), classes, shape = value, None, None
+    else:
+        raise _usage_error(f"workload {name!r}: data() returned {type(value).__name__}; "
+                           "return workload.workloads.Datasets or a (train, test) pair")
+    train = _as_tensor_dataset(train, "training", name)
+    test = _as_tensor_dataset(test, "test", name)
+    for what, dataset in (("training", train), ("test", test)):
+        if len(dataset) == 0:
+            raise _usage_error(f"workload {name!r}: the {what} dataset is empty")
+    if shape is None:
+        shape = tuple(train.tensors[0].shape[1:])
+    return Datasets(train, test, classes, shape)
 
 
 def _split(x: torch.Tensor, y: torch.Tensor, test_fraction: float, generator: torch.Generator):
@@ -53,9 +163,9 @@ def _split(x: torch.Tensor, y: torch.Tensor, test_fraction: float, generator: to
 
 # --- mlp: a small MLP on a synthetic classification set -------------------------------------------
 
-def synthetic_classification(size: int | None, _text_dir: Path | None) -> Datasets:
+def synthetic_classification(settings: DataSettings) -> Datasets:
     """Gaussian inputs labelled by a random linear teacher plus noise: learnable, not trivially."""
-    n_train = size or 4096
+    n_train = settings.size or 4096
     n = int(n_train / 0.8)
     gen = torch.Generator().manual_seed(DATA_SEED)
     features, classes = 64, 10
@@ -77,7 +187,7 @@ def mlp_model(data: Datasets) -> nn.Module:
 
 # --- digits: scikit-learn's handwritten digits (ships inside the package) ---------------------------
 
-def digits(size: int | None, _text_dir: Path | None) -> Datasets:
+def digits(settings: DataSettings) -> Datasets:
     from sklearn.datasets import load_digits
 
     bunch = load_digits()
@@ -85,8 +195,8 @@ def digits(size: int | None, _text_dir: Path | None) -> Datasets:
     y = torch.tensor(bunch.target, dtype=torch.long)
     gen = torch.Generator().manual_seed(DATA_SEED)
     train, test = _split(x, y, 0.2, gen)
-    if size is not None:
-        train = TensorDataset(*(t[:size] for t in train.tensors))
+    if settings.size is not None:
+        train = TensorDataset(*(t[: settings.size] for t in train.tensors))
     return Datasets(train, test, 10, (1, 8, 8))
 
 
@@ -103,9 +213,9 @@ def digits_model(data: Datasets) -> nn.Module:
 
 # --- resnet: residual conv net on synthetic images, for timing ---------------------------------------
 
-def synthetic_images(size: int | None, _text_dir: Path | None) -> Datasets:
+def synthetic_images(settings: DataSettings) -> Datasets:
     """32x32 RGB images: a per-class template under noise, so the loss does fall."""
-    n_train = size or 2048
+    n_train = settings.size or 2048
     n = int(n_train / 0.8)
     gen = torch.Generator().manual_seed(DATA_SEED)
     classes = 10
@@ -164,11 +274,27 @@ def resnet_model(data: Datasets) -> nn.Module:
 CONTEXT = 64
 
 
+def _text_files(root: Path) -> list[Path]:
+    """The text files directly in `root` (not its sub-folders), by name: any file that is UTF-8 without
+    NUL bytes, whatever its suffix (Markdown, reStructuredText, source code...)."""
+    files = []
+    for path in sorted(p for p in root.iterdir() if p.is_file()):
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(4096)
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # a cut character is fine
+        except (OSError, UnicodeDecodeError):
+            continue
+        if b"\0" not in head:
+            files.append(path)
+    return files
+
+
 def _read_text(text_dir: Path | None, limit: int) -> bytes:
     """The Python standard library's own sources by default: real text that every machine has."""
     root = text_dir or Path(sysconfig.get_paths()["stdlib"])
     chunks, total = [], 0
-    for path in sorted(p for pattern in ("*.py", "*.txt") for p in root.glob(pattern)):
+    for path in _text_files(root):
         data = path.read_bytes()
         chunks.append(data)
         total += len(data)
@@ -177,12 +303,14 @@ def _read_text(text_dir: Path | None, limit: int) -> bytes:
     return b"".join(chunks)[:limit]
 
 
-def text_sequences(size: int | None, text_dir: Path | None) -> Datasets:
-    n_train = size or 4096
+def text_sequences(settings: DataSettings) -> Datasets:
+    n_train = settings.size or 4096
     n = int(n_train / 0.9)
-    text = _read_text(text_dir, n * (CONTEXT + 1))
+    text = _read_text(settings.text_dir, n * (CONTEXT + 1))
     if len(text) < 4 * (CONTEXT + 1):
-        raise ValueError(f"too little text under {text_dir}: {len(text)} bytes")
+        raise _usage_error(f"--text-dir {settings.text_dir}: {len(text)} bytes of text in the files directly in "
+                           f"it (UTF-8 files of any name; sub-folders are not read); the lm workload needs at "
+                           f"least {4 * (CONTEXT + 1)}")
     usable = len(text) // (CONTEXT + 1) * (CONTEXT + 1)
     tokens = torch.frombuffer(bytearray(text[:usable]), dtype=torch.uint8).long().view(-1, CONTEXT + 1)
     gen = torch.Generator().manual_seed(DATA_SEED)
@@ -214,24 +342,139 @@ def lm_model(data: Datasets) -> nn.Module:
     return CausalLM(data.num_classes)
 
 
-WORKLOADS: dict[str, WorkloadSpec] = {
-    "mlp": WorkloadSpec("MLP on synthetic classification, fast, the default", 0.05,
-                        synthetic_classification, mlp_model),
-    "digits": WorkloadSpec("small CNN on scikit-learn's 8x8 handwritten digits, test accuracy per epoch",
-                           0.05, digits, digits_model),
-    "resnet": WorkloadSpec("residual conv net on synthetic 32x32 images, for timing", 0.02,
-                           synthetic_images, resnet_model),
-    "lm": WorkloadSpec("byte-level causal transformer on the Python standard library's sources", 0.05,
-                       text_sequences, lm_model),
+BUILTIN_WORKLOADS: dict[str, Workload] = {
+    "mlp": Workload(synthetic_classification, mlp_model, lr=0.05, name="mlp",
+                    summary="MLP on synthetic classification, fast, the default"),
+    "digits": Workload(digits, digits_model, lr=0.05, name="digits",
+                       summary="small CNN on scikit-learn's 8x8 handwritten digits, test accuracy per epoch"),
+    "resnet": Workload(synthetic_images, resnet_model, lr=0.02, name="resnet",
+                       summary="residual conv net on synthetic 32x32 images, for timing"),
+    "lm": Workload(text_sequences, lm_model, lr=0.05, name="lm",
+                   summary="byte-level causal transformer on the Python standard library's sources"),
 }
 
 
-def training_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy (per token for the language model)."""
-    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+class _Workloads(dict):
+    """The built-in workloads by name; looking up a plug-in spec (MODULE:FUNCTION or FILE.py:FUNCTION)
+    loads it, so code that indexes WORKLOADS[options.workload] takes plug-ins too. Iteration and `in`
+    see the built-ins only."""
+
+    def __missing__(self, spec: str) -> Workload:
+        return load_workload(spec)
+
+
+WORKLOADS: dict[str, Workload] = _Workloads(BUILTIN_WORKLOADS)
+
+
+def is_plugin(spec: str) -> bool:
+    return spec not in BUILTIN_WORKLOADS
+
+
+def load_workload(spec: str) -> Workload:
+    """The workload named by --workload: a built-in name, MODULE:FUNCTION or FILE.py:FUNCTION.
+
+    Raises UsageError (one line) for anything wrong with the plug-in itself."""
+    if spec in BUILTIN_WORKLOADS:
+        return BUILTIN_WORKLOADS[spec]
+    return _load_plugin(spec, str(Path.cwd()))
+
+
+@functools.cache
+def _load_plugin(spec: str, _cwd: str) -> Workload:  # cached per working directory: a path is relative to it
+    source, colon, attribute = spec.rpartition(":")
+    if not colon or not source or not attribute:
+        raise _usage_error(f"unknown workload {spec!r}: choose one of {', '.join(BUILTIN_WORKLOADS)}, "
+                           f"or name your own as {PLUGIN_FORMS}")
+    module = _import_file(source, spec) if _is_file_form(source) else _import_module(source, spec)
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise _usage_error(f"--workload {spec}: {source} has no attribute {attribute!r}")
+    if not callable(factory):
+        raise _usage_error(f"--workload {spec}: {attribute} is not a function (its type is {type(factory).__name__})")
+    try:
+        workload = factory()
+    except Exception as exc:
+        raise _usage_error(f"--workload {spec}: {attribute}() raised {_one_line(exc)}") from None
+    if not isinstance(workload, Workload):
+        raise _usage_error(f"--workload {spec}: {attribute}() returned {type(workload).__name__}, "
+                           "not a workload.workloads.Workload")
+    if not (isinstance(workload.lr, (int, float)) and workload.lr > 0):
+        raise _usage_error(f"--workload {spec}: the workload's lr must be a positive number, got {workload.lr!r}")
+    return replace(workload, name=spec, summary=workload.summary or f"plug-in {spec}")
+
+
+def _is_file_form(source: str) -> bool:
+    return source.endswith(".py") or "/" in source or "\\" in source
+
+
+def _import_module(name: str, spec: str):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise _usage_error(f"--workload {spec}: no module named {exc.name!r} (run from the folder that holds "
+                               "it, or add that folder to PYTHONPATH)") from None
+        raise _usage_error(f"--workload {spec}: importing {name} failed: {_one_line(exc)}") from None
+    except Exception as exc:
+        raise _usage_error(f"--workload {spec}: importing {name} failed: {_one_line(exc)}") from None
+
+
+def _import_file(source: str, spec: str):
+    path = Path(source).expanduser().resolve()
+    if not path.is_file():
+        raise _usage_error(f"--workload {spec}: no such file {source}")
+    # A name of its own per file, registered before it runs (dataclasses and pickling look modules up there).
+    module_name = f"_workload_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    import_spec = importlib.util.spec_from_file_location(module_name, path)
+    if import_spec is None or import_spec.loader is None:
+        raise _usage_error(f"--workload {spec}: {source} cannot be imported as Python")
+    module = importlib.util.module_from_spec(import_spec)
+    sys.modules[module_name] = module
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))  # so the file can import its neighbours, as a script would
+    try:
+        import_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise _usage_error(f"--workload {spec}: importing {source} failed: {_one_line(exc)}") from None
+    return module
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def workload_record(spec: str) -> dict:
+    """What run.json says about the workload: for a plug-in, where its code came from and a hash of it,
+    so two records can show they ran the same code."""
+    if not is_plugin(spec):
+        return {"name": spec, "kind": "built-in"}
+    source = spec.rpartition(":")[0]
+    record: dict = {"name": spec, "kind": "plug-in"}
+    try:
+        if _is_file_form(source):
+            path = Path(source).expanduser().resolve()
+        else:
+            found = importlib.util.find_spec(source)
+            path = Path(found.origin) if found is not None and found.origin else None
+        if path is not None and path.is_file():
+            record.update(file=str(path), sha256=hashlib.sha256(path.read_bytes()).hexdigest()[:16])
+    except (ImportError, OSError, ValueError):
+        pass
+    return record
+
+
+def describe_workloads() -> str:
+    return "; ".join(f"{name} ({workload.summary})" for name, workload in BUILTIN_WORKLOADS.items())
+
+
+# Kept for callers of the earlier names (benchmarks).
+training_loss = cross_entropy
 
 
 def loss_and_correct(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy and the number of correct predictions, for evaluation."""
-    correct = (logits.reshape(-1, logits.shape[-1]).argmax(dim=1) == targets.reshape(-1)).sum()
-    return training_loss(logits, targets), correct
+    return cross_entropy(logits, targets), argmax_correct(logits, targets)

@@ -1,0 +1,79 @@
+"""python -m compare import: a run record from the log of a run that already exists (TensorBoard event
+files, CSV, JSON lines, plain text), so that last month's Horovod run can be the baseline of a new DDP run.
+
+    python -m compare import tensorboard runs/tb/ --out runs/imported --framework horovod --world-size 2
+    python -m compare check runs/imported runs/new-ddp
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compare.importers import FORMATS, Fields, LogFormatError, build_record, metrics_text, parse_option, read_series
+from compare.importers import source_digest as digest_of
+from workload.files import write_atomic, write_json_atomic
+from workload.options import UsageError, check_writable
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "import", help="a run record from an existing log (TensorBoard, CSV, JSON lines, text)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Turn the log of a run made elsewhere into a run record that `compare check` and "
+                    "`compare report` read. What the log cannot tell (step times, the global batch, the "
+                    "machine) is left empty and listed in run.json's \"imported\" entry.")
+    parser.add_argument("format", choices=FORMATS, help="the log's format")
+    parser.add_argument("source", type=Path, help="the log file (TensorBoard: an event file or its directory)")
+    parser.add_argument("--out", type=Path, required=True, help="the run directory to write")
+    parser.add_argument("--framework", choices=["horovod", "ddp", "unknown"], default="unknown",
+                        help="which framework made the run")
+    parser.add_argument("--world-size", type=int, default=None, help="workers of the run (unknown: recorded as 1)")
+    parser.add_argument("--seed", type=int, default=0, help="the run's seed: check pairs runs by seed")
+    parser.add_argument("--global-batch", type=int, default=None,
+                        help="samples per optimizer step over all workers, when known")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the run, recorded in run.json (repeatable), e.g. lr=0.05")
+    fields = parser.add_argument_group("where the values are (column, key or tag names)")
+    fields.add_argument("--step-field", default="step", help="CSV column or JSON key of the step")
+    fields.add_argument("--loss-field", default=None,
+                        help="column, key or scalar tag of the training loss (default: one named loss, "
+                             "train_loss, train/loss...)")
+    fields.add_argument("--lr-field", default=None, help="column, key or tag of the learning rate")
+    fields.add_argument("--eval-loss-field", default=None, help="column, key or tag of an evaluation loss")
+    fields.add_argument("--eval-accuracy-field", default=None, help="column, key or tag of an evaluation accuracy")
+    fields.add_argument("--regex", default=None,
+                        help="text logs: a regular expression with named groups step and loss (and lr), "
+                             "searched in each line (default: lines like 'step 10 ... loss 0.52')")
+    parser.set_defaults(func=main)
+
+
+def main(ns: argparse.Namespace) -> int:
+    for flag, value in (("--world-size", ns.world_size), ("--global-batch", ns.global_batch)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{flag} must be a positive integer, got {value}")
+    fields = Fields(step=ns.step_field, loss=ns.loss_field, lr=ns.lr_field, eval_loss=ns.eval_loss_field,
+                    eval_accuracy=ns.eval_accuracy_field, regex=ns.regex)
+    try:
+        options = dict(parse_option(text) for text in ns.option)
+        series = read_series(ns.format, ns.source, fields)
+    except LogFormatError as exc:
+        raise UsageError(str(exc)) from None
+    meta, lines = build_record(series, kind=ns.format, source=ns.source.resolve(), digest=digest_of(ns.source),
+                               framework=ns.framework, world_size=ns.world_size, seed=ns.seed, options=options,
+                               global_batch=ns.global_batch)
+    check_writable(ns.out)
+    (ns.out / "metrics.jsonl.part").unlink(missing_ok=True)
+    # metrics first, run.json last: a reader that sees the new run.json sees the new metrics.
+    write_atomic(ns.out / "metrics.jsonl", metrics_text(lines))
+    write_json_atomic(ns.out / "run.json", meta)
+    steps = [line for line in lines if line["kind"] == "step"]
+    every = meta["imported"]["steps_logged_every"]
+    print(f"imported {len(steps)} steps (steps {steps[0]['step']}-{steps[-1]['step']}) and "
+          f"{len(lines) - len(steps)} evaluations from {ns.source} into {ns.out}")
+    if every != 1:
+        print(f"python -m compare: warning: the log has a loss every {every or 'irregular number of'} steps; "
+              "compare check compares curves position by position, so compare it with a run logged at the same "
+              "steps", file=sys.stderr)
+    return 0

@@ -1,0 +1,332 @@
+"""Turning the logs of runs that already exist into run records (docs/run-record.md): TensorBoard event
+files, CSV, JSON lines and plain text. Pure conversion: the reading of one file into a `Series`, and the
+`Series` into run.json and metrics.jsonl contents; `compare/commands/import_records.py` does the files.
+
+What a log cannot tell (step times, the global batch, the machine, the software versions) is written as
+null and listed in run.json's "imported" entry, never guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+FORMATS = ("tensorboard", "csv", "jsonl", "text")
+SCHEMA_VERSION = 1
+# Lines such as "step 10 loss 0.52", "Step: 10, Loss: 0.52", "[step=10] train_loss=0.52".
+DEFAULT_TEXT_PATTERN = (r"(?i)\bstep\b\D{0,3}(?P<step>\d+)\b.*?loss\b\s*[:=]?\s*"
+                        r"(?P<loss>[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))")
+LOSS_NAMES = ("loss", "train_loss", "train/loss", "loss/train", "training_loss", "Loss/train", "train_loss_step")
+
+
+class LogFormatError(ValueError):
+    """The log cannot be converted; the message is one line naming the file (and line)."""
+
+
+@dataclass
+class Series:
+    """One run's curves as read from a log: per-step loss (and lr, wall time when logged), evaluations."""
+
+    steps: dict[int, dict] = field(default_factory=dict)  # step -> {"loss": ..., "lr": ..., "wall_time": ...}
+    evals: dict[int, dict] = field(default_factory=dict)  # step -> {"eval_loss": ..., "eval_accuracy": ...}
+    replaced: int = 0  # steps logged more than once (a restarted job): the last value is kept
+    fields: dict[str, str] = field(default_factory=dict)  # which column / tag / key became which value
+
+    def add_step(self, step: int, values: dict) -> None:
+        if step in self.steps:
+            self.replaced += 1
+        self.steps[step] = {**self.steps.get(step, {}), **values}
+
+    def add_eval(self, step: int, values: dict) -> None:
+        self.evals[step] = {**self.evals.get(step, {}), **values}
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Where the values are: column names (CSV), keys (JSON lines, dotted for nesting) or tags (TensorBoard)."""
+
+    step: str = "step"
+    loss: str | None = None  # None: the first of LOSS_NAMES present
+    lr: str | None = None
+    eval_loss: str | None = None
+    eval_accuracy: str | None = None
+    regex: str | None = None  # text logs: named groups step and loss (and lr) per line
+
+
+def _number(text: object, where: str, what: str) -> float:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise LogFormatError(f"{where}: {what} {text!r} is not a number") from None
+
+
+def _step(text: object, where: str) -> int:
+    value = _number(text, where, "step")
+    if not math.isfinite(value) or value != int(value) or value < 0:
+        raise LogFormatError(f"{where}: step {text!r} is not a whole number >= 0")
+    return int(value)
+
+
+def _pick_loss(available: list[str], fields: Fields, path: Path, kind: str) -> str:
+    if fields.loss is not None:
+        if fields.loss not in available:
+            raise LogFormatError(f"{path}: no {kind} {fields.loss!r}; it has: {', '.join(available) or 'none'}")
+        return fields.loss
+    found = [name for name in LOSS_NAMES if name in available]
+    if not found:
+        raise LogFormatError(f"{path}: no {kind} named like a loss ({', '.join(LOSS_NAMES[:4])}...); name it with "
+                           f"--loss-field (it has: {', '.join(available) or 'none'})")
+    return found[0]
+
+
+def _optional(name: str | None, available: list[str], path: Path, kind: str) -> str | None:
+    if name is not None and name not in available:
+        raise LogFormatError(f"{path}: no {kind} {name!r}; it has: {', '.join(available)}")
+    return name
+
+
+def read_csv(text: str, path: Path, fields: Fields) -> Series:
+    reader = csv.DictReader(io.StringIO(text))
+    columns = list(reader.fieldnames or [])
+    if fields.step not in columns:
+        raise LogFormatError(f"{path}: no column {fields.step!r} for the step (--step-field); "
+                           f"columns: {', '.join(columns) or 'none'}")
+    loss = _pick_loss(columns, fields, path, "column")
+    extra = {key: _optional(getattr(fields, key), columns, path, "column")
+             for key in ("lr", "eval_loss", "eval_accuracy")}
+    series = Series(fields={"step": fields.step, "loss": loss, **{k: v for k, v in extra.items() if v}})
+    for number, row in enumerate(reader, start=2):
+        where = f"{path}:{number}"
+        if not (row.get(fields.step) or "").strip():
+            continue
+        step = _step(row[fields.step], where)
+        if (row.get(loss) or "").strip():  # loggers that write eval rows leave the training loss empty
+            values = {"loss": _number(row[loss], where, "loss")}
+            if extra["lr"] and (row.get(extra["lr"]) or "").strip():
+                values["lr"] = _number(row[extra["lr"]], where, "lr")
+            series.add_step(step, values)
+        evals = {key: _number(row[column], where, key) for key in ("eval_loss", "eval_accuracy")
+                 if (column := extra[key]) and (row.get(column) or "").strip()}
+        if evals:
+            series.add_eval(step, evals)
+    return series
+
+
+def _dotted(entry: dict, key: str) -> object:
+    value: object = entry
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def read_jsonl(text: str, path: Path, fields: Fields) -> Series:
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LogFormatError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(entry, dict):
+            raise LogFormatError(f"{path}:{number}: not a JSON object")
+        entries.append((number, entry))
+    keys = sorted({key for _, entry in entries for key in _flat_keys(entry)})
+    loss = _pick_loss(keys, fields, path, "key")
+    extra = {key: _optional(getattr(fields, key), keys, path, "key") for key in ("lr", "eval_loss", "eval_accuracy")}
+    series = Series(fields={"step": fields.step, "loss": loss, **{k: v for k, v in extra.items() if v}})
+    for number, entry in entries:
+        where = f"{path}:{number}"
+        raw_step = _dotted(entry, fields.step)
+        if raw_step is None:
+            continue
+        step = _step(raw_step, where)
+        if (value := _dotted(entry, loss)) is not None:
+            values = {"loss": _number(value, where, "loss")}
+            if extra["lr"] and (lr := _dotted(entry, extra["lr"])) is not None:
+                values["lr"] = _number(lr, where, "lr")
+            series.add_step(step, values)
+        evals = {key: _number(value, where, key) for key in ("eval_loss", "eval_accuracy")
+                 if extra[key] and (value := _dotted(entry, extra[key])) is not None}
+        if evals:
+            series.add_eval(step, evals)
+    if not any(_dotted(entry, fields.step) is not None for _, entry in entries):
+        raise LogFormatError(f"{path}: no line has the step key {fields.step!r} (--step-field); "
+                             f"keys: {', '.join(keys)}")
+    return series
+
+
+def _flat_keys(entry: dict, prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in entry.items():
+        name = f"{prefix}{key}"
+        keys += _flat_keys(value, name + ".") if isinstance(value, dict) else [name]
+    return keys
+
+
+def compile_pattern(pattern: str | None) -> re.Pattern:
+    try:
+        regex = re.compile(pattern or DEFAULT_TEXT_PATTERN)
+    except re.error as exc:
+        raise LogFormatError(f"--regex: not a valid regular expression ({exc})") from None
+    missing = [name for name in ("step", "loss") if name not in regex.groupindex]
+    if missing:
+        raise LogFormatError(f"--regex needs the named groups (?P<step>...) and (?P<loss>...); it lacks "
+                           f"{', '.join(missing)}")
+    return regex
+
+
+def read_text(text: str, path: Path, fields: Fields) -> Series:
+    regex = compile_pattern(fields.regex)
+    series = Series(fields={"regex": regex.pattern})
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = regex.search(line)
+        if match is None:
+            continue
+        where = f"{path}:{number}"
+        values = {"loss": _number(match["loss"], where, "loss")}
+        if "lr" in regex.groupindex and match["lr"] is not None:
+            values["lr"] = _number(match["lr"], where, "lr")
+        series.add_step(_step(match["step"], where), values)
+    return series
+
+
+def read_tensorboard(path: Path, fields: Fields) -> Series:
+    """Scalars from the event files at `path` (a file, or a directory holding them), as written by
+    torch.utils.tensorboard.SummaryWriter or tensorboardX."""
+    import logging
+
+    logging.getLogger("tensorboard").setLevel(logging.ERROR)  # no "TensorFlow not found" notice
+    from tensorboard.backend.event_processing import event_accumulator
+
+    accumulator = event_accumulator.EventAccumulator(str(path), size_guidance={event_accumulator.SCALARS: 0})
+    try:
+        accumulator.Reload()
+    except Exception as exc:  # the reader's errors have no common type
+        raise LogFormatError(f"{path}: not a readable TensorBoard event file ({type(exc).__name__}: {exc})") from None
+    tags = sorted(accumulator.Tags().get("scalars", []))
+    loss = _pick_loss(tags, fields, path, "scalar tag")
+    extra = {key: _optional(getattr(fields, key), tags, path, "scalar tag")
+             for key in ("lr", "eval_loss", "eval_accuracy")}
+    series = Series(fields={"loss": loss, **{k: v for k, v in extra.items() if v}})
+    for event in accumulator.Scalars(loss):
+        series.add_step(int(event.step), {"loss": float(event.value), "wall_time": round(event.wall_time, 3)})
+    if extra["lr"]:
+        for event in accumulator.Scalars(extra["lr"]):
+            if int(event.step) in series.steps:
+                series.steps[int(event.step)]["lr"] = float(event.value)
+    for key in ("eval_loss", "eval_accuracy"):
+        if extra[key]:
+            for event in accumulator.Scalars(extra[key]):
+                series.add_eval(int(event.step), {key: float(event.value)})
+    return series
+
+
+def read_series(kind: str, path: Path, fields: Fields) -> Series:
+    """Read one log of the given kind. Raises LogFormatError with one line."""
+    if kind not in FORMATS:
+        raise LogFormatError(f"unknown format {kind!r}: one of {', '.join(FORMATS)}")
+    if not path.exists():
+        raise LogFormatError(f"{path}: no such file or directory")
+    if kind == "tensorboard":
+        series = read_tensorboard(path, fields)
+    else:
+        if not path.is_file():
+            raise LogFormatError(f"{path}: not a file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LogFormatError(f"{path}: cannot read ({exc})") from None
+        series = {"csv": read_csv, "jsonl": read_jsonl, "text": read_text}[kind](text, path, fields)
+    if not series.steps:
+        raise LogFormatError(f"{path}: no training loss found" + (
+            " (no line matches the --regex)" if kind == "text" else ""))
+    return series
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def source_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_record(series: Series, *, kind: str, source: Path, digest: str, framework: str,
+                 world_size: int | None, seed: int, options: dict, global_batch: int | None,
+                 imported_at: str | None = None) -> tuple[dict, list[dict]]:
+    """run.json and the metrics lines for an imported run. Steps are renumbered from 1 when the log counted
+    from 0 (the schema counts from 1); a log that skips steps keeps its numbers and says so."""
+    logged = sorted(series.steps)
+    offset = 1 if logged[0] == 0 else 0
+    gaps = sorted({b - a for a, b in itertools.pairwise(logged)})
+    lines: list[dict] = []
+    events = [(step, 0, series.steps[step]) for step in logged] + [(s, 1, series.evals[s]) for s in series.evals]
+    for step, order, values in sorted(events, key=lambda e: (e[0], e[1])):
+        number = step + offset
+        if order == 0:
+            lines.append({"kind": "step", "step": number, "loss": _finite(values["loss"]),
+                          "lr": values.get("lr"), "samples": number * global_batch if global_batch else None,
+                          "step_time_s": None, **({"wall_time": values["wall_time"]} if "wall_time" in values else {})})
+        else:
+            lines.append({"kind": "eval", "step": number, **{k: _finite(v) for k, v in values.items()}})
+    unknown = ["step_time_s (the log has no per-step timing)", "launcher", "backend", "versions", "host"]
+    if global_batch is None:
+        unknown.append("samples_per_step (the per-step global batch; state it with --global-batch)")
+    if world_size is None:
+        unknown.append("world_size (recorded as 1; state it with --world-size)")
+    if framework == "unknown":
+        unknown.append("framework (state it with --framework)")
+    walls = [series.steps[s]["wall_time"] for s in logged if "wall_time" in series.steps[s]]
+    meta = {
+        "schema_version": SCHEMA_VERSION, "status": "ok", "error": None,
+        "framework": framework, "launcher": None, "backend": None,
+        "world_size": world_size or 1, "data_world_size": world_size or 1, "seed": seed,
+        "options": options, "effective_lr": options.get("lr"), "versions": {}, "host": None, "hosts": [], "env": {},
+        "start_time": _iso(walls[0]) if walls else None, "end_time": _iso(walls[-1]) if walls else None,
+        "duration_s": round(walls[-1] - walls[0], 3) if len(walls) > 1 else None,
+        "steps": len(logged), "samples_per_step": global_batch,
+        "imported": {
+            "format": kind, "source": str(source), "sha256": digest, "fields": series.fields,
+            "imported_at": imported_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "step_offset": offset, "steps_logged_every": gaps[0] if len(gaps) == 1 else None if gaps else 1,
+            "steps_logged_twice": series.replaced, "unknown": unknown,
+        },
+    }
+    return meta, lines
+
+
+def _iso(wall_time: float) -> str:
+    return datetime.fromtimestamp(wall_time, timezone.utc).isoformat(timespec="seconds")
+
+
+def metrics_text(lines: list[dict]) -> str:
+    return "".join(json.dumps(line, allow_nan=False) + "\n" for line in lines)
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """key=value from the command line; the value as JSON when it parses (0.05, 32, true), else as text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise LogFormatError(f"--option {text!r}: expected key=value")
+    try:
+        parsed: object = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    return key.strip(), parsed
