@@ -1,0 +1,130 @@
+"""python -m compare migrate: rewrite a Horovod PyTorch script for DDP and torchrun, report every change,
+flag what has no equivalent, and (--verify) prove the result trains the same.
+
+    python -m compare migrate train.py                   # writes train_ddp.py and train_ddp.migration.md
+    python -m compare migrate train.py --verify -- --epochs 2
+    python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"
+
+Exit status: 0 migrated (and, with --verify, parity holds); 2 bad input; 4 written, but some Horovod uses
+need a person (see the report; --allow-partial exits 0); with --verify, `compare check`'s status
+(1 parity fails, 3 a run failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workload.files import write_atomic
+from workload.options import UsageError
+
+EXIT_NEEDS_A_PERSON = 4
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "migrate", help="rewrite a Horovod script for DDP + torchrun, with a report (and --verify)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("script", type=Path, nargs="?", help="the Horovod PyTorch script")
+    parser.add_argument("script_args", nargs="*", metavar="-- ARGS",
+                        help="(after --) arguments for both runs of --verify; {run_dir} is replaced by each "
+                             "side's run directory")
+    parser.add_argument("-o", "--out", type=Path, default=None, help="the migrated script (default: SCRIPT_ddp.py)")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="the Markdown report (default: beside the output, OUT.migration.md)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing output and report")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="exit 0 even when Horovod uses that need a person remain (they stay, flagged)")
+    parser.add_argument("--launch", metavar="HOROVODRUN_LINE", default=None,
+                        help='a horovodrun command line to translate, e.g. "horovodrun -np 8 -H a:4,b:4 python '
+                             'train.py"')
+    verify = parser.add_argument_group("--verify: run both and compare")
+    verify.add_argument("--verify", action="store_true",
+                        help="run the original under horovodrun and the result under torchrun (np 2, CPU), "
+                             "then `compare check` the two run records")
+    verify.add_argument("--verify-out", type=Path, default=None,
+                        help="where the two run directories go (default: results/migrate/SCRIPT-STEM)")
+    verify.add_argument("--np", type=int, default=2, help="processes on each side")
+    verify.add_argument("--horovod-controller", choices=["gloo", "mpi"], default="gloo",
+                        help="horovodrun --gloo or --mpi (Adasum needs mpi)")
+    verify.add_argument("--timeout", type=float, default=300, help="seconds allowed for each run")
+    verify.add_argument("--loss-regex", default=None,
+                        help="for a script without the recorder: a regex with named groups step and loss, "
+                             "matched on rank 0's printed lines")
+    parser.set_defaults(func=main)
+
+
+def _read_script(path: Path) -> str:
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    if path.suffix != ".py":
+        raise UsageError(f"{path}: not a Python file (expected a .py script)")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a Python file (not UTF-8 text)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def main(ns: argparse.Namespace) -> int:
+    from compare.migrate import NotMigratable, migrate_source
+    from compare.migrate.launch_line import torchrun_lines
+    from compare.migrate.migration_report import render, summary
+
+    if ns.script is None:
+        if ns.launch is None:
+            raise UsageError("give a SCRIPT to migrate, or --launch \"horovodrun ...\"")
+        print("\n".join(torchrun_lines(ns.launch)))
+        return 0
+    if ns.script_args and not ns.verify:
+        raise UsageError(f"unexpected arguments {' '.join(ns.script_args)} (script arguments go after -- with "
+                         "--verify)")
+    if ns.np <= 0 or ns.timeout <= 0:
+        raise UsageError("--np and --timeout must be positive")
+    if ns.loss_regex is not None:
+        import re
+
+        try:
+            groups = re.compile(ns.loss_regex).groupindex
+        except re.error as exc:
+            raise UsageError(f"--loss-regex: not a regular expression ({exc})") from None
+        if not {"step", "loss"} <= set(groups):
+            raise UsageError("--loss-regex needs the named groups step and loss: (?P<step>...) and (?P<loss>...)")
+    source = _read_script(ns.script)
+    out = ns.out or ns.script.with_name(f"{ns.script.stem}_ddp.py")
+    report = ns.report or out.with_suffix(".migration.md")
+    if out.resolve() == ns.script.resolve():
+        raise UsageError(f"{out}: the output would overwrite the script itself")
+    for path in (out, report):
+        if path.exists() and not ns.force:
+            raise UsageError(f"{path} exists: give --force to overwrite it")
+    # Everything is decided before anything is written.
+    try:
+        migration = migrate_source(source)
+    except NotMigratable as exc:
+        raise UsageError(f"{ns.script}: {exc}") from None
+    launch = torchrun_lines(ns.launch, (str(ns.script), str(out))) if ns.launch else None
+    write_atomic(out, migration.code)
+    write_atomic(report, render(migration, str(ns.script), str(out), launch))
+    print(f"migrate: wrote {out} and {report}: {summary(migration)}")
+    for flag in migration.flags:
+        where = f"line {flag.line}" if flag.line else "somewhere"
+        print(f"  needs a person, {where} ({flag.category}): {flag.why}", file=sys.stderr)
+    if launch:
+        print("\n".join(launch))
+    partial = bool(migration.flags) and not ns.allow_partial
+    if ns.verify:
+        if partial:
+            print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
+                  file=sys.stderr)
+            return EXIT_NEEDS_A_PERSON
+        from compare.migrate.verify import verify
+
+        verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
+        return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np,
+                      horovod_run=migration.uses_horovod_run, controller=ns.horovod_controller,
+                      timeout=ns.timeout, loss_regex=ns.loss_regex)
+    return EXIT_NEEDS_A_PERSON if partial else 0

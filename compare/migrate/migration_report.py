@@ -1,0 +1,100 @@
+"""The migration report (Markdown): every change with its line before and after, and what needs a person."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from compare.migrate.rewrite import Change, Migration
+
+
+def map_lines(original: str, new: str) -> dict[int, int | None]:
+    """Original line number -> line number in the result (None: the line was removed), from a line diff."""
+    old_lines, new_lines = original.splitlines(), new.splitlines()
+    mapping: dict[int, int | None] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for i in range(i1, i2):
+            if tag == "equal":
+                mapping[i + 1] = j1 + (i - i1) + 1
+            elif tag == "replace":
+                mapping[i + 1] = j1 + min(i - i1, j2 - j1 - 1) + 1
+            else:  # delete
+                mapping[i + 1] = None
+    return mapping
+
+
+def place_changes(migration: Migration) -> list[Change]:
+    """The changes with new_line filled in (helpers: the line of the first helper)."""
+    mapping = map_lines(migration.source, migration.code)
+    new_lines = migration.code.splitlines()
+    first_helper = next((i + 1 for i, line in enumerate(new_lines) if line.startswith("# Added by `python -m compare")),
+                        None)
+    for change in migration.changes:
+        if change.line == 0:
+            change.new_line = first_helper
+        elif not change.after:
+            change.new_line = None
+        else:
+            change.new_line = _nearest(new_lines, change.after, mapping.get(change.line))
+    return migration.changes
+
+
+def _nearest(new_lines: list[str], after: str, guess: int | None) -> int | None:
+    """The line of the result that holds the new code, nearest the diff's guess (the diff aligns a replaced
+    block by position only)."""
+    text = after.split("  #")[0].split("; ")[-1].removesuffix("...").strip()
+    found = [i + 1 for i, line in enumerate(new_lines) if text and text in line]
+    if not found:
+        return guess
+    return min(found, key=lambda line: abs(line - guess)) if guess is not None else found[-1]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return f"`{_cell(text)}`" if text else "(removed)"
+
+
+def render(migration: Migration, source_name: str, output_name: str, launch_lines: list[str] | None = None) -> str:
+    changes = place_changes(migration)
+    flags = migration.flags
+    lines = [f"# Migration report: `{source_name}` -> `{output_name}`", "",
+             f"Horovod (horovod.torch) to torch.distributed + DistributedDataParallel, for torchrun. "
+             f"{len(changes)} change(s); {len(flags)} place(s) need a person.", ""]
+    if migration.has_sync_batchnorm:
+        lines += ["Runs on CPU: **no** (SyncBatchNorm needs GPUs on both sides).", ""]
+    lines += ["## Changes", "",
+              "Lines are the original's and the result's (`-`: removed; helpers are added after the imports).", "",
+              "| line | new line | Horovod | DDP | note |", "|---|---|---|---|---|"]
+    for change in changes:
+        new_line = "-" if change.new_line is None else str(change.new_line)
+        original_line = "-" if change.line == 0 else str(change.line)
+        lines.append(f"| {original_line} | {new_line} | {_code(change.before)} | {_code(change.after)} "
+                     f"| {_cell(change.note)} |")
+    lines += ["", "## Needs a person", ""]
+    if not flags:
+        lines.append("Nothing: every Horovod use was migrated.")
+    for flag in flags:
+        where = f"line {flag.line}" if flag.line else "somewhere"
+        code = f" `{_cell(flag.code)}`" if flag.code else ""
+        lines.append(f"- **{flag.category}**, {where}:{code}: {flag.why}")
+    if launch_lines:
+        lines += ["", "## Launch", "", "```bash", *launch_lines, "```"]
+    lines += ["", "## Check it", "",
+              f"`python -m compare migrate {source_name} --verify` runs the original under horovodrun and the "
+              "result under torchrun (np 2, CPU) and compares their run records with `python -m compare check`. "
+              "See docs/migration.md.", ""]
+    return "\n".join(lines)
+
+
+def summary(migration: Migration) -> str:
+    """One line for the terminal."""
+    categories = sorted({flag.category for flag in migration.flags})
+    text = f"{len(migration.changes)} change(s)"
+    if migration.flags:
+        text += f"; {len(migration.flags)} need a person ({', '.join(categories)}): lines " + ", ".join(
+            str(f.line) for f in migration.flags if f.line)
+    return re.sub(r": lines $", "", text)
