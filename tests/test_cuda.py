@@ -1,0 +1,109 @@
+"""The CUDA paths, through the real launchers at np 1 on one GPU: both frameworks over NCCL, float16 AMP with a
+GradScaler, SyncBatchNorm, fp16 gradient compression, and the single-process reference on the GPU.
+
+Runs only where torch sees a CUDA device (scripts/gpu-check.sh runs the same checks, and builds Horovod with NCCL
+first, on a GPU machine); the Horovod half also needs a Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL).
+One GPU holds one rank per framework: NCCL refuses two ranks on one device.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+from helpers import horovodrun, ok, read_losses, read_meta, read_steps, reference, run, torchrun
+
+from compare.analysis.parity import stepwise
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+JOB = ["--device", "cuda", "--steps", "24", "--log-every", "8", "--seed", "3"]
+CONFIGS = {
+    "plain": ["--workload", "mlp"],
+    "amp": ["--workload", "mlp", "--amp"],
+    "sync-bn": ["--workload", "resnet", "--batch-size", "32", "--sync-bn"],
+    "fp16": ["--workload", "mlp", "--compression", "fp16"],
+}
+# The reference has no gradient compression: the fp16 runs are held to parity between the frameworks only.
+WITH_REFERENCE = ("plain", "amp", "sync-bn")
+
+
+@pytest.fixture(scope="module")
+def horovod_nccl() -> None:
+    probe = run([sys.executable, "-c", "import horovod.torch as hvd; print(int(hvd.nccl_built()))"], timeout=120)
+    if probe.returncode != 0:
+        pytest.fail(f"Horovod is not installed: run scripts/setup.sh\n{probe.stderr[-2000:]}")
+    if probe.stdout.strip().splitlines()[-1] != "1":
+        pytest.skip("Horovod was built without NCCL: HOROVOD_GPU_OPERATIONS=NCCL scripts/setup.sh")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """DDP and reference records of every configuration, launched once for the module."""
+    root = tmp_path_factory.mktemp("cuda")
+    for name, args in CONFIGS.items():
+        ok(torchrun(1, *JOB, *args, "--out", str(root / f"ddp-{name}")))
+        if name in WITH_REFERENCE:
+            ok(reference(1, *JOB, *args, "--out", str(root / f"ref-{name}")))
+    return root
+
+
+@pytest.fixture(scope="module")
+def horovod_runs(runs, horovod_nccl) -> dict:
+    for name, args in CONFIGS.items():
+        ok(horovodrun(1, "gloo", *JOB, *args, "--out", str(runs / f"hvd-{name}")))
+    return runs
+
+
+def _check_cuda_record(run_dir, framework: str, backend: str) -> None:
+    meta = read_meta(run_dir)
+    assert meta["status"] == "ok", meta.get("error")
+    assert (meta["framework"], meta["backend"], meta["device"]) == (framework, backend, "cuda:0")
+    assert meta["host"]["gpus"], "the record names no GPU"
+    steps = read_steps(run_dir)
+    assert len(steps) == 24
+    assert all(torch.isfinite(torch.tensor(entry["loss"])) for entry in steps)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_ddp_trains_on_cuda_over_nccl(runs, name):
+    _check_cuda_record(runs / f"ddp-{name}", "ddp", "nccl")
+    assert read_meta(runs / f"ddp-{name}")["versions"]["nccl"]
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_horovod_trains_on_cuda_over_nccl(horovod_runs, name):
+    _check_cuda_record(horovod_runs / f"hvd-{name}", "horovod", "nccl")
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_horovod_and_ddp_agree_on_cuda(horovod_runs, name):
+    result = stepwise(read_losses(horovod_runs / f"hvd-{name}"), read_losses(horovod_runs / f"ddp-{name}"))
+    assert result.passed, f"max relative difference {result.max_rel_diff:.2e} at step {result.max_at_step}"
+
+
+@pytest.mark.parametrize("name", WITH_REFERENCE)
+def test_ddp_follows_the_reference_on_cuda(runs, name):
+    meta = read_meta(runs / f"ref-{name}")
+    assert (meta["framework"], meta["device"]) == ("reference", "cuda:0")
+    result = stepwise(read_losses(runs / f"ddp-{name}"), read_losses(runs / f"ref-{name}"))
+    assert result.passed, f"max relative difference {result.max_rel_diff:.2e} at step {result.max_at_step}"
+
+
+def test_amp_is_another_trajectory(runs):
+    # float16 autocast changes the arithmetic: the parity check must see it, so a pass above means something.
+    assert not stepwise(read_losses(runs / "ddp-plain"), read_losses(runs / "ddp-amp")).passed
+
+
+def test_compare_check_on_cuda_records(horovod_runs):
+    # The command-line check reads the GPU records as it reads any: holds on a pair, fails on a real divergence.
+    holds = run([sys.executable, "-m", "compare", "check", str(horovod_runs / "hvd-amp"),
+                 str(horovod_runs / "ddp-amp")])
+    assert holds.returncode == 0, holds.stdout + holds.stderr
+    fails = run([sys.executable, "-m", "compare", "check", str(horovod_runs / "hvd-plain"),
+                 str(horovod_runs / "ddp-amp")])
+    assert fails.returncode in (1, 5), fails.stdout + fails.stderr
