@@ -33,6 +33,8 @@
 #   GPU_CHECK_BUDGET_S  wall-clock budget in seconds (default 360); a run that no longer fits is skipped (SKIP)
 #   GPU_CHECK_STEPS     optimizer steps of each parity run (default 40; parity reads the first 20)
 #   GPU_CHECK_WORK      scratch directory (default /tmp/gpu-check; emptied first)
+#   GPU_CHECK_RUNS      1 (default): the runs, checks and timing above; 0: none of them (with GPU_CHECK_PYTEST=1)
+#   GPU_CHECK_PYTEST    1: also run tests/test_cuda.py with pytest at the end, in what is left of the budget
 set -uo pipefail   # no -e: a failing step is logged and the next one runs
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +51,8 @@ device=${GPU_CHECK_DEVICE:-cuda}
 build=${GPU_CHECK_BUILD:-1}
 budget=${GPU_CHECK_BUDGET_S:-360}
 steps=${GPU_CHECK_STEPS:-40}
+project_runs=${GPU_CHECK_RUNS:-1}
+pytest_too=${GPU_CHECK_PYTEST:-0}
 case "$device" in cuda|cpu) ;; *) echo "gpu-check.sh: GPU_CHECK_DEVICE must be cuda or cpu" >&2; exit 2;; esac
 case "$build" in 0|1|prep) ;; *) echo "gpu-check.sh: GPU_CHECK_BUILD must be 0, 1 or prep" >&2; exit 2;; esac
 
@@ -169,7 +173,7 @@ ref_run() {
         --out "$work/runs/ref-$name"
 }
 
-(
+[ "$project_runs" = 1 ] && (
     for name in "${names[@]}"; do
         # shellcheck disable=SC2086  # the configuration strings are word lists
         ddp_run "$name" ${config[$name]}
@@ -330,7 +334,9 @@ fi
 
 wait "$no_build_runs"
 
-if [ "$horovod" = yes ]; then
+if [ "$project_runs" != 1 ]; then
+    note "SKIP the project's runs, checks and timing: GPU_CHECK_RUNS=$project_runs"
+elif [ "$horovod" = yes ]; then
     for name in "${names[@]}"; do
         # shellcheck disable=SC2086
         hvd_run "$name" ${config[$name]}
@@ -342,6 +348,7 @@ fi
 # --- 4. parity ---------------------------------------------------------------------------------------------
 # check NAME A B holds|fails: python -m compare check on two run directories; "fails" is a control that must fail.
 check() {
+    [ "$project_runs" = 1 ] || return 0
     local name=$1 a=$2 b=$3 expect=$4 rc verdict
     if [ ! -f "$work/runs/$a/run.json" ] || [ ! -f "$work/runs/$b/run.json" ]; then
         note "SKIP check-$name: no record of $( [ -f "$work/runs/$a/run.json" ] && echo "$b" || echo "$a")"
@@ -369,7 +376,9 @@ check control-plain-vs-amp ddp-plain ddp-amp fails
 timing_job=(--workload resnet --steps 200 --batch-size 64 --dataset-size 12800 --log-every 50)
 mlp_timing_job=(--workload mlp --steps 300 --log-every 50)
 for pair in resnet mlp; do
-    if [ "$device" != cuda ]; then
+    if [ "$project_runs" != 1 ]; then
+        continue
+    elif [ "$device" != cuda ]; then
         note "SKIP timing-$pair: timing is for the GPU"
         continue
     elif ((budget - SECONDS < 100)); then
@@ -380,6 +389,11 @@ for pair in resnet mlp; do
     ddp_run "time-$pair" "${job[@]}"
     [ "$horovod" = yes ] && hvd_run "time-$pair" "${job[@]}"
 done
+
+if [ "$pytest_too" = 1 ]; then
+    step pytest-test_cuda $((budget - SECONDS)) "$PY" -m pytest tests/test_cuda.py -q -rs -p no:cacheprovider \
+        && tail -n 3 "$work/logs/pytest-test_cuda.log" | sed 's/^/    /' >> "$log"
+fi
 
 # --- 6. summary and records ----------------------------------------------------------------------------------
 "$PY" - "$work/runs" "$out/summary.json" <<'EOF' >> "$log" 2>&1 || note "FAIL summary"

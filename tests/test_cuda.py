@@ -34,7 +34,7 @@ WITH_REFERENCE = ("plain", "amp", "sync-bn")
 
 @pytest.fixture(scope="module")
 def horovod_nccl() -> None:
-    probe = run([sys.executable, "-c", "import horovod.torch as hvd; print(int(hvd.nccl_built()))"], timeout=120)
+    probe = run([sys.executable, "-c", "import horovod.torch as hvd; print(int(bool(hvd.nccl_built())))"], timeout=120)
     if probe.returncode != 0:
         pytest.fail(f"Horovod is not installed: run scripts/setup.sh\n{probe.stderr[-2000:]}")
     if probe.stdout.strip().splitlines()[-1] != "1":
