@@ -226,6 +226,7 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         self.uses_horovod_run = False
         self.has_sync_batchnorm = False
         self.rank_guards: list[cst.If] = []
+        self.commit_calls: list[cst.Call] = []
 
     # helpers
     def line(self, node: cst.CSTNode) -> int:
@@ -322,6 +323,8 @@ class HorovodUses(m.MatcherDecoratableVisitor):
                 return False
 
     def visit_Call(self, node: cst.Call) -> None:
+        if m.matches(node.func, m.Attribute(attr=m.Name("commit"))):
+            self.commit_calls.append(node)
         name = self.hvd_name(node.func)
         keywords = _keywords(node)
         if "process_set" in keywords or "process_sets" in keywords:
@@ -419,6 +422,12 @@ class HorovodUses(m.MatcherDecoratableVisitor):
                                             "training loop in `with Join([model]):` by hand")
             return
         self.join_loops[id(loops[-1])] = stmt
+
+    def flag_elastic_commits(self) -> None:
+        """state.commit() has no hvd. in it: in an elastic script, flag it with the rest of the elastic state."""
+        if any(flag.category == "elastic" for flag in self.flags):
+            for call in self.commit_calls:
+                self.flag(call, "elastic", notes.ELASTIC)
 
     def plan_accumulation(self) -> None:
         """backward_passes_per_step=k: each backward() before an `if ...: optimizer.step()` syncs only when
@@ -843,6 +852,7 @@ def migrate_source(source: str) -> Migration:
     if not uses.hvd and not uses.horovod and not uses.hvd_imports:
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
+    uses.flag_elastic_commits()
     if uses.dist_optimizer_stmt is not None and not uses.model:
         uses.flag(uses.dist_optimizer_stmt, "unrecognised", "cannot tell which model this optimizer trains (give "
                                                             "named_parameters=model.named_parameters()): wrap it "

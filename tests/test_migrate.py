@@ -1,0 +1,242 @@
+"""python -m compare migrate: the rewrite of every corpus script, the report, the flags, bad input, the
+launch line, and (slow) each migrated script against its original through horovodrun, torchrun and
+`compare check`."""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, ok, run, tool
+
+from compare.__main__ import main as compare_main
+from compare.migrate import migrate_source
+from compare.migrate.launch_line import torchrun_lines
+from compare.migrate.migration_report import map_lines, place_changes
+from compare.migrate.verify import record_from_output
+
+CORPUS = ROOT / "examples" / "horovod_scripts"
+RUNNABLE = ["plain", "accumulation", "fp16_clip", "amp", "checkpoint_resume", "uneven_join", "horovod_run",
+            "metric_average"]
+NOT_ON_CPU = ["sync_batchnorm"]
+FLAGGED = {"adasum": {"Adasum"}, "elastic": {"elastic"}, "unknown_call": {"unrecognised", "timeline"}}
+# What each rewrite must contain (and, below, must no longer contain).
+MUST_CONTAIN = {
+    "plain": ["import torch.distributed as dist", "dist.init_process_group()", "model = DDP(model)",
+              'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))', "lr=args.lr * dist.get_world_size()",
+              "train_dataset, seed=args.seed)", "and dist.get_rank() == 0:", "dist.destroy_process_group()",
+              "# Horovod: broadcast parameters & optimizer state."],
+    "accumulation": ["with contextlib.nullcontext() if (batch_idx + 1) % args.accum_steps == 0 else "
+                     "model.no_sync():\n                    loss.backward()"],
+    "fp16_clip": ["compression = default_hooks.fp16_compress_hook if args.fp16_allreduce else None",
+                  "if compression is not None:\n    model.register_comm_hook(None, compression)",
+                  "clip_grad_norm_(model.parameters(), args.clip_norm)\n        optimizer.step()"],
+    "amp": ["scaler.unscale_(optimizer)\n        scaler.step(optimizer)"],
+    "checkpoint_resume": ["broadcast_copy(torch.tensor(resume_from_epoch), 0).item()",
+                          'model.load_state_dict(checkpoint["model"])',
+                          "model = DDP(model)\noptimizer_state = [optimizer.state_dict()]\n"
+                          "dist.broadcast_object_list(optimizer_state, src=0)\n"
+                          "optimizer.load_state_dict(optimizer_state[0])",
+                          '{"model": model.module.state_dict()'],
+    "uneven_join": ["    with Join([model]):\n        for batch_idx, (data, target) in enumerate(loader):",
+                    "from torch.distributed.algorithms.join import Join"],
+    "sync_batchnorm": ["self.bn = torch.nn.SyncBatchNorm(8, momentum=0.1)  # Horovod: statistics over all ranks"],
+    "horovod_run": ["ranks = run_spawned(train, args=(args.lr, args.epochs, args.seed, run_dir), np=args.np)",
+                    "torch.multiprocessing.spawn(", "    return dist.get_rank()"],
+    "metric_average": ["avg_tensor = all_reduce_mean(tensor)", "return result / dist.get_world_size()"],
+}
+GONE = ["synchronize", "skip_synchronize", "DistributedOptimizer"]  # attributes that must not remain
+
+
+def _migrate(name: str):
+    return migrate_source((CORPUS / f"{name}.py").read_text())
+
+
+@pytest.mark.parametrize("name", [*RUNNABLE, *NOT_ON_CPU])
+def test_corpus_script_migrates_completely(name):
+    migration = _migrate(name)
+    assert migration.flags == [], migration.flags
+    for text in MUST_CONTAIN[name]:
+        assert text in migration.code, f"{name}: missing {text!r}\n{migration.code}"
+    left = [ast.unparse(node) for node in ast.walk(ast.parse(migration.code))
+            if (isinstance(node, ast.Name) and node.id in ("hvd", "horovod"))
+            or (isinstance(node, ast.Attribute) and node.attr in GONE)
+            or (isinstance(node, (ast.Import, ast.ImportFrom)) and "horovod" in ast.unparse(node))]
+    assert left == [], f"{name}: Horovod remains: {left}"
+    assert migration.has_sync_batchnorm == (name in NOT_ON_CPU)
+
+
+def test_comments_and_formatting_survive():
+    source = (CORPUS / "plain.py").read_text()
+    code = _migrate("plain").code
+    comments = [line.strip() for line in source.splitlines() if line.strip().startswith("#")]
+    assert all(comment in code for comment in comments)
+    # an untouched multi-line statement keeps its layout exactly
+    assert 'parser.add_argument("--lr", type=float, default=0.01, help="learning rate (scaled by the number of ' \
+           'workers)")' in code
+
+
+def test_report_lines_point_at_the_code():
+    migration = _migrate("checkpoint_resume")
+    source, new = migration.source.splitlines(), migration.code.splitlines()
+    for change in place_changes(migration):
+        if change.line:
+            assert change.before.split("(")[0].split(".")[-1] in " ".join(source[change.line - 1:change.line + 2]) \
+                or change.before.startswith("(")
+        if change.line and change.new_line and change.after and not change.after.startswith(("(", "the same")):
+            head = change.after.split("  #")[0].split("; ")[-1].split("(")[0]
+            assert head in new[change.new_line - 1], (change, new[change.new_line - 1])
+    wrap = next(c for c in migration.changes if c.after == "model = DDP(model)")
+    assert new[wrap.new_line - 1] == "model = DDP(model)"
+    assert "hvd.broadcast_parameters" in source[wrap.line - 1]
+    helpers = next(c for c in migration.changes if c.line == 0)
+    assert new[helpers.new_line].startswith("def broadcast_copy(")
+
+
+def test_map_lines_follows_insertions_and_removals():
+    assert map_lines("a\nb\nc\n", "x\na\nc\n") == {1: 2, 2: None, 3: 3}
+
+
+@pytest.mark.parametrize("name", sorted(FLAGGED))
+def test_needs_a_person_is_flagged_with_lines_and_exit_4(name, tmp_path, capsys):
+    script = CORPUS / f"{name}.py"
+    out = tmp_path / f"{name}_ddp.py"
+    assert compare_main(["migrate", str(script), "-o", str(out)]) == 4
+    report = out.with_suffix(".migration.md").read_text()
+    source = script.read_text().splitlines()
+    migration = _migrate(name)
+    assert {flag.category for flag in migration.flags} == FLAGGED[name]
+    for flag in migration.flags:
+        assert f"line {flag.line}" in report
+        assert flag.code.split("(")[0] in source[flag.line - 1] or flag.code in source[flag.line - 1]
+    stderr = capsys.readouterr().err
+    assert "needs a person" in stderr
+    assert compare_main(["migrate", str(script), "-o", str(out), "--force", "--allow-partial"]) == 0
+
+
+def test_flag_lines_name_the_horovod_uses():
+    lines = {flag.category: flag.line for flag in _migrate("adasum").flags}
+    source = (CORPUS / "adasum.py").read_text().splitlines()
+    assert "hvd.Adasum" in source[lines["Adasum"] - 1]
+    unknown = _migrate("unknown_call")
+    source = (CORPUS / "unknown_call.py").read_text().splitlines()
+    assert [source[f.line - 1].split("(")[0] for f in unknown.flags] == [
+        "hvd.start_timeline", "means = hvd.grouped_allreduce", "hvd.stop_timeline"]
+    assert "hvd.grouped_allreduce" in unknown.code and "import horovod.torch as hvd" in unknown.code  # kept
+    elastic = _migrate("elastic")
+    source = (CORPUS / "elastic.py").read_text().splitlines()
+    assert any("state.commit()" in source[f.line - 1] for f in elastic.flags)
+
+
+@pytest.mark.parametrize("content, suffix, message", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00binary", ".py", "not a Python file"),
+    (b"print('hi')\n", ".txt", "not a Python file"),
+    (b"import horovod.torch as hvd\ndef f(:\n", ".py", "not valid Python"),
+    (b"import torch\nprint(torch.ones(2))\n", ".py", "no Horovod use"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, content, suffix, message):
+    script = tmp_path / f"train{suffix}"
+    script.write_bytes(content)
+    result = run([sys.executable, "-m", "compare", "migrate", str(script)])
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [script.name]
+
+
+def test_existing_output_is_refused_without_force(tmp_path):
+    out = tmp_path / "plain_ddp.py"
+    out.write_text("keep me\n")
+    result = run([sys.executable, "-m", "compare", "migrate", str(CORPUS / "plain.py"), "-o", str(out)])
+    assert result.returncode == 2 and "--force" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert out.read_text() == "keep me\n"
+    assert not out.with_suffix(".migration.md").exists()
+    ok(run([sys.executable, "-m", "compare", "migrate", str(CORPUS / "plain.py"), "-o", str(out), "--force"]))
+    assert "dist.init_process_group()" in out.read_text()
+
+
+def test_launch_line_per_node():
+    lines = torchrun_lines("horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3", ("train.py", "train_ddp.py"))
+    commands = [line for line in lines if line.startswith("torchrun")]
+    assert commands == ["torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint a:29400 "
+                        "--rdzv-id job train_ddp.py --epochs 3"] * 2
+    assert any("docs/slurm.md" in line and "docs/kubernetes.md" in line for line in lines)
+    # -np below the slots fills the hosts in order, as horovodrun does
+    commands = [line for line in torchrun_lines("horovodrun -np 5 -H a:4,b:4 python -m pkg.train")
+                if line.startswith("torchrun")]
+    assert [c.split()[4] for c in commands] == ["4", "1"] and commands[0].endswith("-m pkg.train")
+    single = torchrun_lines("horovodrun -np 2 --gloo python train.py")
+    assert "torchrun --standalone --nproc-per-node 2 train.py" in single
+
+
+def test_launch_through_the_cli(capsys):
+    assert compare_main(["migrate", "--launch", "horovodrun -np 4 -H a:2,b:2 python train.py"]) == 0
+    assert capsys.readouterr().out.count("--rdzv-endpoint a:29400") == 2
+    assert compare_main(["migrate", "--launch", "horovodrun -np 9 -H a:4,b:4 python train.py"]) == 2
+    assert "more than the 8 slots" in capsys.readouterr().err
+    assert compare_main(["migrate", "--launch", "mpirun -np 2 python train.py"]) == 2
+
+
+def test_loss_lines_become_a_run_record(tmp_path):
+    output = "\n".join(["[0]<stdout>:step 1 loss 2.5", "[1]<stdout>:step 1 loss 9.0", "[0]<stdout>:step 2 loss 2.25",
+                        "[1,0]<stdout>:step 3 loss 2.0", "noise"])
+    assert record_from_output(output, tmp_path, framework="horovod", np=2,
+                              pattern=r"step (?P<step>\d+) loss (?P<loss>[\d.]+)") == 3
+    from compare.analysis.records import load_run
+
+    record = load_run(tmp_path)
+    assert [s["loss"] for s in record.steps] == [2.5, 2.25, 2.0] and record.complete
+
+
+# ---- through the real launchers ------------------------------------------------------------------------------
+
+def _verify(name: str, out: Path, args: list[str]) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-m", "compare", "migrate", str(CORPUS / f"{name}.py"), "-o",
+                str(out / f"{name}_ddp.py"), "--verify", "--verify-out", str(out / name), "--timeout", "240",
+                "--", *args], timeout=600)
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory, horovod_built):
+    """Every runnable corpus script migrated and verified (two at a time: much of a launch is waiting)."""
+    out = tmp_path_factory.mktemp("migrate")
+    checkpoint = out / "checkpoint"
+    ok(run([tool("horovodrun"), "-np", "2", "--gloo", "--network-interfaces", "lo", "-H", "localhost:2",
+            sys.executable, str(CORPUS / "checkpoint_resume.py"), "--epochs", "1"],
+           RUN_DIR=str(checkpoint), PYTHONPATH=str(ROOT)))
+    args = {name: ["--epochs", "1"] for name in RUNNABLE}
+    args["checkpoint_resume"] = ["--epochs", "2", "--resume", str(checkpoint / "checkpoint-1.pt")]
+    args["horovod_run"] = ["--epochs", "1", "--np", "2"]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = dict(zip(RUNNABLE, pool.map(lambda name: _verify(name, out, args[name]), RUNNABLE), strict=True))
+    return out, results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_migrated_script_trains_the_same(verified, name):
+    out, results = verified
+    result = ok(results[name])
+    assert "parity holds" in result.stdout, result.stdout
+    assert re.search(r"step-wise PASS: max relative difference \S+ over \d+ steps", result.stdout)
+    for side in ("horovod", "ddp"):
+        assert (out / name / side / "metrics.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_wrong_hand_translation_fails_the_check(verified):
+    """The migrated plain script with the learning rate no longer scaled by the world size: check must fail."""
+    out, _ = verified
+    wrong = out / "plain_wrong.py"
+    code = (out / "plain_ddp.py").read_text()
+    assert "lr=args.lr * dist.get_world_size()" in code
+    wrong.write_text(code.replace("lr=args.lr * dist.get_world_size()", "lr=args.lr"))
+    ok(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(wrong), "--epochs", "1"],
+           RUN_DIR=str(out / "wrong"), PYTHONPATH=str(ROOT)))
+    check = run([sys.executable, "-m", "compare", "check", str(out / "plain" / "horovod"), str(out / "wrong")])
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "parity fails" in check.stdout or "FAIL" in check.stdout
