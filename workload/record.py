@@ -17,6 +17,15 @@ from workload.files import write_json_atomic
 SCHEMA_VERSION = 1
 
 
+def strict(entry: dict) -> dict:
+    """Strict JSON has no NaN or Infinity (jq, JavaScript and most readers reject them): a non-finite number
+    becomes null, and the entry says what it was ("nonfinite": {"loss": "nan"})."""
+    bad = {key: repr(value) for key, value in entry.items() if isinstance(value, float) and not math.isfinite(value)}
+    if not bad:
+        return entry
+    return {**{key: None if key in bad else value for key, value in entry.items()}, "nonfinite": bad}
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -35,6 +44,7 @@ class RunRecorder:
         self._metrics: IO[str] | None = None
         self._started = 0.0
         self._last_loss: float | None = None
+        self.nonfinite: tuple[int, str] | None = None  # (step, value): the first non-finite training loss
 
     @property
     def partial_path(self) -> Path:
@@ -104,8 +114,10 @@ class RunRecorder:
     def log(self, entry: dict) -> None:
         if entry.get("kind") == "step" and isinstance(entry.get("loss"), float):
             self._last_loss = entry["loss"]
+            if not math.isfinite(entry["loss"]) and self.nonfinite is None:
+                self.nonfinite = (entry["step"], repr(entry["loss"]))
         if self._metrics is not None:
-            self._metrics.write(json.dumps(entry) + "\n")
+            self._metrics.write(json.dumps(strict(entry), allow_nan=False) + "\n")
 
     def flush(self) -> None:
         if self._metrics is not None:
@@ -142,7 +154,8 @@ def _workload_facts(meta: dict) -> dict:
     from workload.options import ignored_options
     from workload.workloads import workload_record
 
-    return {"workload": workload_record(options["workload"]),
+    workload = workload_record(options["workload"])
+    return {"workload": workload, "workload_source": workload.get("sha256"),
             "ignored_options": ignored_options(options, str(framework))}
 
 

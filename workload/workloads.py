@@ -448,8 +448,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 def workload_record(spec: str) -> dict:
-    """What run.json says about the workload: for a plug-in, where its code came from and a hash of it,
-    so two records can show they ran the same code."""
+    """What run.json says about the workload: for a plug-in, where its code came from and a hash of it
+    (also run.json's "workload_source", which `compare check` requires to match), so two records can show
+    they ran the same code."""
     if not is_plugin(spec):
         return {"name": spec, "kind": "built-in"}
     source = spec.rpartition(":")[0]

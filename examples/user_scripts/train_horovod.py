@@ -27,7 +27,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/user-horovod")
     parser.add_argument("--lr-at-step", default=None, metavar="STEP:LR",
-                        help="switch to learning rate LR after optimizer step STEP")
+                        help="switch to learning rate LR after optimizer step STEP (stands for a migration bug: "
+                             "not in the record's options, as a bug would not be)")
     parser.add_argument("--tensorboard", default=None, metavar="DIR",
                         help="rank 0 also logs the loss averaged over workers to TensorBoard in DIR")
     return parser.parse_args()
@@ -61,7 +62,7 @@ def main() -> None:
     change_step, change_lr = map(float, args.lr_at_step.split(":")) if args.lr_at_step else (None, None)
     writer = SummaryWriter(args.tensorboard) if args.tensorboard and hvd.rank() == 0 else None
 
-    options = {"lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs, "lr_at_step": args.lr_at_step}
+    options = {"lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs}
     with recorder.Recorder(args.out, options=options, seed=args.seed) as rec:  # recorder
         step = 0
         for epoch in range(args.epochs):
