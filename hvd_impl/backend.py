@@ -147,7 +147,11 @@ class HorovodBackend(Backend):
     @contextlib.contextmanager
     def join(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> Iterator[None]:
         yield
-        hvd.join()  # a rank out of batches keeps answering the others' allreduces until all are out
+        last = hvd.join()  # a rank out of batches keeps answering the others' allreduces until all are out
+        # hvd.join() leaves a joined rank with the parameters it had when it ran out of batches; DDP's Join
+        # broadcasts the last joiner's model. Do the same, so that every replica ends the epoch alike
+        # (docs/features.md, "Uneven inputs").
+        hvd.broadcast_parameters(model.state_dict(), root_rank=last)
 
     def allreduce(self, tensor: torch.Tensor, op: ReduceOp) -> torch.Tensor:
         return hvd.allreduce(tensor, op=_OPS[op], name=f"metrics.{op}")

@@ -35,7 +35,7 @@ class Feature:
     ddp_form: str
     horovod_args: tuple[str, ...] = ()
     ddp_args: tuple[str, ...] = ()
-    kind: str = "parity"  # parity | horovod-only | ddp-only | tuning | resume | profile | cuda-only
+    kind: str = "parity"  # parity | uneven | horovod-only | ddp-only | tuning | resume | profile | cuda-only
     note: str = ""
     horovod_controller: str = "gloo"
     parity_expected: bool = True  # False: another algorithm on one side, the gap is information
@@ -57,7 +57,10 @@ FEATURES: tuple[Feature, ...] = (
             "lr x world_size, LambdaLR warm-up", ("--lr-scaling", "linear", "--warmup-steps", "5"),
             ("--lr-scaling", "linear", "--warmup-steps", "5")),
     Feature("uneven inputs", "hvd.join()", "torch.distributed.algorithms.Join([model])",
-            ("--uneven-inputs",), ("--uneven-inputs",), note="rank r takes r steps fewer per epoch"),
+            ("--uneven-inputs",), ("--uneven-inputs",), kind="uneven",
+            note="rank r takes r steps fewer per epoch; run into a second epoch and judged at every step and "
+                 "evaluation past the join; hvd_impl broadcasts the last joiner's parameters after hvd.join(), "
+                 "as DDP's Join does (without it: parity fails after the join)"),
     Feature("SyncBatchNorm", "hvd.SyncBatchNorm", "nn.SyncBatchNorm.convert_sync_batchnorm",
             ("--workload", "resnet", "--sync-bn", "--device", "cuda"),
             ("--workload", "resnet", "--sync-bn", "--device", "cuda"), kind="cuda-only",
@@ -106,20 +109,39 @@ def median_step(run: RunRecord, warmup: int) -> float:
     return float(np.median(run.step_times[warmup:])) if len(run.step_times) > warmup else float("nan")
 
 
+def eval_gap(hvd: RunRecord, ddp: RunRecord) -> float | None:
+    """The largest relative difference of the evaluation metrics, paired by step (None: nothing to pair)."""
+    theirs = {e["step"]: e for e in ddp.evals}
+    gaps = [abs(a[key] - b[key]) / max(abs(a[key]), abs(b[key])) if a[key] != b[key] else 0.0
+            for a in hvd.evals if (b := theirs.get(a["step"])) is not None
+            for key in ("eval_loss", "eval_accuracy") if key in a and key in b]
+    return max(gaps) if gaps else None
+
+
 def judge(feature: Feature, hvd: RunRecord, ddp: RunRecord, *, warmup: int, rtol: float,
           baseline: tuple[RunRecord, RunRecord] | None = None) -> Row:
-    result = stepwise(hvd.losses, ddp.losses, rtol=rtol)
+    # Uneven inputs differ only after a rank has joined: every step is held to the tolerance, not the first 20.
+    every_step = {"k": max(len(hvd.losses), len(ddp.losses))} if feature.kind == "uneven" else {}
+    result = stepwise(hvd.losses, ddp.losses, rtol=rtol, **every_step)
     ratio = speed_ratio(hvd.step_times[warmup:], ddp.step_times[warmup:])["step_time_ratio"]
     row = Row(feature, "", gap=result.max_rel_diff, speed_ratio=ratio)
     if not feature.parity_expected:
         row.verdict = "no equivalent"
         row.detail = f"gap to the other side's plain run: {result.max_rel_diff:.2g} (expected: another algorithm)"
         return row
-    row.verdict = "parity holds" if result.passed else "parity fails"
+    evaluation = eval_gap(hvd, ddp)  # the trained models themselves, not only the losses on the way
+    evals_agree = evaluation is None or evaluation <= rtol
+    row.verdict = "parity holds" if result.passed and evals_agree else "parity fails"
+    row.effect["eval_max_rel_diff"] = evaluation
     if not result.passed:
         row.detail = f"first beyond rtol {rtol:g} at step {result.first_divergence_step}"
+    if not evals_agree:
+        row.detail = "; ".join(filter(None, [row.detail, f"evaluation differs: max rel diff {evaluation:.2g}"]))
+    if feature.kind == "uneven":
+        row.detail = "; ".join(filter(None, [row.detail, f"{len(hvd.losses)} steps and {len(hvd.evals)} "
+                                             f"evaluations compared, eval max rel diff {evaluation or 0:.2g}"]))
     if feature.kind == "tuning" and baseline is not None:
-        row.effect = {
+        row.effect |= {
             "horovod_tuned_over_default": median_step(hvd, warmup) / median_step(baseline[0], warmup),
             "ddp_tuned_over_default": median_step(ddp, warmup) / median_step(baseline[1], warmup),
         }
@@ -187,24 +209,13 @@ def run_matrix(ns: argparse.Namespace) -> int:
         try:
             if feature.kind == "cuda-only" and not torch.cuda.is_available():
                 rows.append(Row(feature, "CUDA only", detail="not available on this device (no CUDA)"))
-                continue
-            if feature.kind == "resume":
+            elif feature.kind == "resume":
                 rows.append(_resume_row(feature, out / slug, base, full, ns, commands))
-                continue
-            hvd = _launch("horovod", list(feature.horovod_args), out / slug / "horovod", base,
-                          feature.horovod_controller, ns.timeout, commands)
-            ddp = _launch("ddp", list(feature.ddp_args), out / slug / "ddp", base, "gloo", ns.timeout, commands)
-            row = judge(feature, hvd, ddp, warmup=ns.warmup, rtol=ns.rtol, baseline=baseline)
-            if baseline is None:
-                baseline = (hvd, ddp)
-                full = {"horovod": hvd, "ddp": ddp}
-            if feature.kind == "profile":
-                files = sorted(p.name for side in FRAMEWORKS for p in (out / slug / side).glob("*trace*"))
-                timeline = (out / slug / "horovod" / "horovod-timeline.json").exists()
-                row.detail = f"Horovod timeline: {'written' if timeline else 'missing'}; torch traces: {len(files)}"
-                row.effect = {"files": [str(p.relative_to(out)) for p in (out / slug).rglob("*.json")
-                                        if p.name != "run.json"]}
-            rows.append(row)
+            else:
+                rows.append(_feature_row(feature, out / slug, base, ns, commands, baseline))
+                if baseline is None:
+                    baseline = (load_run(out / slug / "horovod"), load_run(out / slug / "ddp"))
+                    full = dict(zip(FRAMEWORKS, baseline, strict=True))
         except (RuntimeError, RecordError) as exc:
             rows.append(Row(feature, "failed", detail=str(exc)))
         print(f"    {rows[-1].verdict}{': ' + rows[-1].detail if rows[-1].detail else ''}", file=sys.stderr)
@@ -213,6 +224,30 @@ def run_matrix(ns: argparse.Namespace) -> int:
     print(f"matrix: {out / 'matrix.md'}  (also matrix.json)")
     return 3 if any(r.verdict == "failed" for r in rows) else (1 if any(r.verdict == "parity fails" for r in rows)
                                                                     else 0)
+
+
+def past_one_epoch(base: Options, steps: int) -> int:
+    """Steps that take an uneven-inputs run through its first join and into the second epoch."""
+    from workload.trainer import steps_per_epoch
+    from workload.workloads import WORKLOADS
+
+    data = WORKLOADS[base.workload].make_data(base.dataset_size, base.text_dir)
+    return steps_per_epoch(base, len(data.train), 2) + max(steps // 2, 5)
+
+
+def _feature_row(feature: Feature, root: Path, base: Options, ns: argparse.Namespace, commands: list[str],
+                 baseline: tuple[RunRecord, RunRecord] | None) -> Row:
+    more = ["--steps", str(past_one_epoch(base, ns.steps))] if feature.kind == "uneven" else []
+    hvd = _launch("horovod", [*feature.horovod_args, *more], root / "horovod", base,
+                  feature.horovod_controller, ns.timeout, commands)
+    ddp = _launch("ddp", [*feature.ddp_args, *more], root / "ddp", base, "gloo", ns.timeout, commands)
+    row = judge(feature, hvd, ddp, warmup=ns.warmup, rtol=ns.rtol, baseline=baseline)
+    if feature.kind == "profile":
+        files = sorted(p.name for side in FRAMEWORKS for p in (root / side).glob("*trace*"))
+        timeline = (root / "horovod" / "horovod-timeline.json").exists()
+        row.detail = f"Horovod timeline: {'written' if timeline else 'missing'}; torch traces: {len(files)}"
+        row.effect["files"] = [str(p.relative_to(root.parent)) for p in root.rglob("*.json") if p.name != "run.json"]
+    return row
 
 
 def _resume_row(feature: Feature, root: Path, base: Options, full: dict[str, RunRecord],
@@ -250,7 +285,9 @@ def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options)
     write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
     blocks = [Heading(1, "Feature matrix: Horovod vs DDP at np 2"),
               Para(f"Workload: mlp, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, float32 on CPU. "
-                   f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps. "
+                   f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps "
+                   "(every step for uneven inputs, which run past the join into a second epoch), and the "
+                   "evaluation metrics at each epoch's end within the same tolerance. "
                    "Step time ratio > 1: Horovod slower. Regenerate with `python -m compare matrix`."),
               matrix_table(rows)]
     write_atomic(out / "matrix.md", render_markdown(blocks))
