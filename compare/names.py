@@ -10,6 +10,10 @@ EXIT_RUN_FAILED = 3  # a launch or a recorded run failed
 EXIT_UNDECIDED = 4  # the evidence cannot decide: never read as "holds"
 EXIT_DIFFERENT_JOBS = 5  # the two records are not the same job (options, data, world size...)
 
+# The parity outcome of compare/analysis/judge.py, as an exit status.
+PARITY_EXIT = {"holds": EXIT_OK, "fails": EXIT_PARITY_FAILS, "undecided": EXIT_UNDECIDED,
+               "different jobs": EXIT_DIFFERENT_JOBS}
+
 FRAMEWORKS = ("horovod", "ddp")  # the two sides of every comparison
 JUDGED = (*FRAMEWORKS, "reference")  # everything a comparison may hold records of
 DISPLAY = {"horovod": "Horovod", "ddp": "DDP", "reference": "reference"}

@@ -8,6 +8,6 @@ from helpers import run, tool
 
 @pytest.fixture(scope="session")
 def horovod_built() -> None:
-    result = run([tool("horovodrun"), "--check-build"], timeout=60)
+    result = run([tool("horovodrun"), "--check-build"], timeout=300)
     if result.returncode != 0:
         pytest.fail(f"Horovod is not installed: run scripts/setup.sh\n{result.stderr}")

@@ -39,12 +39,15 @@ def write_run(
     env: dict | None = None,
     truncate_last_line: bool = False,
     extra_meta: dict | None = None,
+    first_step: int = 1,
+    steps_per_epoch: int | None = None,
 ) -> Path:
     """Write one run directory and return it.
 
     options are merged over DEFAULT_OPTIONS. A run whose status is not "ok" gets metrics.jsonl.part, as a
     real interrupted run would. evals: dicts with at least eval_loss (kind and step are filled in).
-    extra_meta overrides run.json fields (e.g. {"schema_version": 2}).
+    extra_meta overrides run.json fields (e.g. {"schema_version": 2}). Steps are numbered from first_step;
+    with steps_per_epoch, the epoch field counts epochs of that many steps.
     """
     run_dir = Path(dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -73,21 +76,23 @@ def write_run(
         "start_time": "2026-11-30T09:40:00+00:00",
         "end_time": "2026-11-30T09:40:07+00:00",
         "duration_s": float(sum(times)),
-        "steps": len(losses),
+        "steps": first_step + len(losses) - 1,
         "samples_per_step": global_batch,
         **(extra_meta or {}),
     }
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     lines = []
-    for i, (loss, t) in enumerate(zip(losses, times, strict=True), start=1):
+    for i, (loss, t) in enumerate(zip(losses, times, strict=True), start=first_step):
+        epoch = (i - 1) // steps_per_epoch if steps_per_epoch else 0
         lines.append({
-            "kind": "step", "step": i, "epoch": 0, "loss": float(loss), "lr": opts["lr"],
+            "kind": "step", "step": i, "epoch": epoch, "loss": None if loss is None else float(loss),
+            "lr": opts["lr"],
             "samples": i * global_batch, "step_time_s": float(t), "data_s": 0.05 * t,
             "forward_s": 0.25 * t, "backward_s": 0.45 * t, "optimizer_s": 0.2 * t,
         })
     for e in evals or []:
-        lines.append({"kind": "eval", "step": len(losses), "epoch": 0, **e})
+        lines.append({"kind": "eval", "step": first_step + len(losses) - 1, "epoch": 0, **e})
     text = "".join(json.dumps(line) + "\n" for line in lines)
     if truncate_last_line and lines:
         last = json.dumps(lines[-1])

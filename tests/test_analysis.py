@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from fixtures import write_run
 
-from compare.analysis.parity import STEP_RTOL, likely_causes, relative_difference, statistical, stepwise
+from compare.analysis.jobs import check_job
+from compare.analysis.parity import STEP_RTOL, relative_difference, stepwise
 from compare.analysis.records import RecordError, find_runs, load_run
 from compare.analysis.summary import analyse
 from compare.analysis.timing import breakdown, scaling_efficiency, speed_ratio, step_stats, throughput
@@ -78,13 +79,13 @@ def test_reduction_order_noise_passes():
         assert result.passed is True, result
         assert result.first_divergence_step is None
         assert 1e-9 < result.max_rel_diff < STEP_RTOL
-        assert result.k == 20
+        assert result.full_power and result.judged_until == STEPS
 
 
 def test_stepwise_counts_only_common_steps_and_rejects_nan():
     a = base_losses(0)
     short = stepwise(a, a[:7])
-    assert short.passed is True and short.k == 7 and short.n_common == 7
+    assert short.passed is True and short.n_common == 7 and short.last_step == 7
     empty = stepwise(a, [])
     assert empty.passed is False and empty.reason
     b = a.copy()
@@ -95,74 +96,9 @@ def test_stepwise_counts_only_common_steps_and_rejects_nan():
 
 
 def test_relative_difference():
-    np.testing.assert_allclose(relative_difference([1.0, 2.0, 0.0], [1.1, 2.0, 0.0]), [0.1 / 1.1, 0.0, 0.0])
-
-
-# ---- statistical parity --------------------------------------------------------------------------
-
-
-def test_statistical_equal_distributions_pass():
-    rng = np.random.default_rng(1)
-    a = {s: float(v) for s, v in enumerate(rng.normal(0.5, 0.05, 5))}
-    b = {s: v * (1 + float(rng.normal(0, 1e-6))) for s, v in a.items()}  # same seeds, ~same end point
-    result = statistical(a, b)
-    assert result.passed is True
-    assert result.n_seeds == 5
-    assert result.diff_upper_bound <= result.margin == pytest.approx(0.5 * result.pooled_sd)
-
-
-def test_statistical_shift_of_three_sd_fails():
-    rng = np.random.default_rng(2)
-    a = {s: float(v) for s, v in enumerate(rng.normal(0.5, 0.05, 6))}
-    b = {s: float(v) for s, v in enumerate(rng.normal(0.5 + 3 * 0.05, 0.05, 6))}
-    result = statistical(a, b)
-    assert result.passed is False
-    assert result.diff_lower_bound > result.margin
-    assert result.welch_p < 0.01
-
-
-def test_statistical_straddling_the_margin_is_undecided():
-    a = {0: 0.50, 1: 0.60, 2: 0.55}
-    b = {s: v + d for (s, v), d in zip(a.items(), (0.03, -0.02, 0.04), strict=True)}
-    result = statistical(a, b)
-    assert result.passed is None
-    assert result.diff_lower_bound <= result.margin < result.diff_upper_bound
-    assert "more seeds" in result.reason
-
-
-def test_statistical_one_seed_is_undecided():
-    result = statistical({0: 0.5, 1: 0.6}, {0: 0.5})
-    assert result.passed is None
-    assert result.reason == "needs at least 2 seeds; got 1"
-
-
-def test_statistical_without_spread_compares_exactly():
-    assert statistical({0: 0.5, 1: 0.5}, {0: 0.5, 1: 0.5}).passed is True
-    assert statistical({0: 0.5, 1: 0.5}, {0: 0.6, 1: 0.6}).passed is False
-
-
-# ---- likely causes -------------------------------------------------------------------------------
-
-
-def test_likely_causes_names_the_differing_lr(tmp_path):
-    a = load_run(write_run(tmp_path / "a", framework="horovod", world_size=2, seed=0, losses=base_losses(0)))
-    b = load_run(write_run(tmp_path / "b", framework="ddp", world_size=2, seed=0,
-                           losses=lr_drift(base_losses(0)), options={"lr": 0.1}))
-    causes = likely_causes(a.meta, b.meta, stepwise(a.losses, b.losses))
-    assert any("options differ" in c and "lr 0.05 vs 0.1" in c for c in causes), causes
-    assert any("step 2" in c and "learning-rate scaling" in c for c in causes), causes
-    assert likely_causes(a.meta, a.meta, stepwise(a.losses, a.losses)) == []
-
-
-def test_likely_causes_at_step_one_points_at_initial_state():
-    a = base_losses(0)
-    meta = {"options": {"lr": 0.05}, "seed": 0}
-    causes = likely_causes(meta, {**meta, "seed": 1}, stepwise(a, a * 1.01))
-    assert any("seed 0 vs 1" in c for c in causes)
-    assert any("step 1" in c and "initial state" in c for c in causes)
-
-
-# ---- records -------------------------------------------------------------------------------------
+    assert relative_difference(1.0, 1.1) == pytest.approx(0.1 / 1.1)
+    assert relative_difference(2.0, 2.0) == relative_difference(0.0, 1e-12) == 0.0  # the absolute floor
+    assert relative_difference(1.0, math.nan) == math.inf and relative_difference(math.nan, math.nan) == 0.0
 
 
 def test_load_run_reads_steps_evals_and_properties(tmp_path):
@@ -275,7 +211,7 @@ def test_analysis_of_matching_runs_holds(tmp_path):
     level = analysis["levels"][1]
     assert level["world_size"] == 2
     assert set(level["comparisons"]) == {"horovod_vs_ddp", "horovod_vs_reference", "ddp_vs_reference"}
-    assert set(level["comparisons"]["horovod_vs_ddp"]["statistical"]) == {"final_loss", "eval_loss",
+    assert set(level["comparisons"]["horovod_vs_ddp"]["end_points"]) == {"final_loss", "eval_loss",
                                                                           "eval_accuracy"}
     assert level["timing"]["ddp"]["scaling_efficiency"] == pytest.approx(1.0, abs=0.1)
     assert level["speed"]["ci_low"] <= level["speed"]["step_time_ratio"] <= level["speed"]["ci_high"]
@@ -283,13 +219,19 @@ def test_analysis_of_matching_runs_holds(tmp_path):
 
 
 def test_analysis_of_divergent_runs_fails_and_explains(tmp_path):
-    write_pair(tmp_path, 2, range(2), ddp_losses=lambda losses, seed: lr_drift(losses),
-               ddp_options={"lr": 0.1})
+    write_pair(tmp_path, 2, range(2), ddp_losses=lambda losses, seed: lr_drift(losses))
     analysis = analyse(find_runs(tmp_path))
     assert analysis["verdict"]["parity"] == "fails"
-    assert "first at step 2" in analysis["verdict"]["parity_evidence"]
     comparison = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]
-    assert comparison["stepwise"]["first_divergence_step"] == 2
+    assert comparison["first_divergence"] == {"step": 2, "seed": 0}
+    assert any("step 2, so the first update differs" in c for c in comparison["likely_causes"])
+
+
+def test_another_learning_rate_is_another_job(tmp_path):
+    write_pair(tmp_path, 2, range(2), ddp_losses=lambda losses, seed: lr_drift(losses), ddp_options={"lr": 0.1})
+    analysis = analyse(find_runs(tmp_path))
+    assert analysis["verdict"]["parity"] == "different jobs"
+    comparison = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]
     assert any("lr 0.05 vs 0.1" in c for c in comparison["likely_causes"])
 
 
@@ -297,7 +239,8 @@ def test_one_seed_is_decided_step_wise_alone(tmp_path):
     write_pair(tmp_path, 2, range(1), evals=False)
     analysis = analyse(find_runs(tmp_path))
     assert analysis["verdict"]["parity"] == "holds"
-    assert "statistical level not tested (needs at least 2 seeds; got 1)" in analysis["verdict"]["parity_evidence"]
+    final = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]["end_points"]["final_loss"]
+    assert final["outcome"] == "equivalent" and final["method"].startswith("step-wise")
 
 
 def test_failed_run_is_listed_and_excluded(tmp_path):
@@ -309,8 +252,8 @@ def test_failed_run_is_listed_and_excluded(tmp_path):
     [failure] = analysis["failures"]
     assert (failure["framework"], failure["world_size"], failure["seed"]) == ("ddp", 2, 1)
     assert failure["error"] and failure["log_tail"].startswith("RuntimeError")
-    stepwise_result = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]["stepwise"]
-    assert stepwise_result["seeds"] == [0] and stepwise_result["passed"] is True
+    comparison = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]
+    assert [s["seed"] for s in comparison["seeds"]] == [0] and comparison["seeds"][0]["passed"] is True
 
 
 def test_nothing_to_compare_is_undecided(tmp_path):
@@ -341,14 +284,14 @@ def test_write_report(tmp_path):
 
     markdown = paths["md"].read_text()
     assert markdown.startswith("# Horovod vs DDP: parity holds")
-    assert markdown.splitlines()[2].startswith("**Parity holds.**")
+    assert markdown.splitlines()[2].startswith("**parity holds (Horovod vs DDP at np 1: ")
     assert "![Training loss curves](loss_curves.png)" in markdown
     assert "RuntimeError: boom" in markdown
     assert markdown.index("## Environment") > markdown.index("## Failures") > markdown.index("## Summary")
 
     page = paths["html"].read_text()
     assert page.count('src="data:image/png;base64,') == 4
-    assert "<strong>Parity holds.</strong>" in page
+    assert "<strong>parity holds (" in page
 
     for name in ("loss_curves", "rel_diff", "step_times", "scaling"):
         png = paths[name]
@@ -366,11 +309,8 @@ def test_summary_table_is_aligned(tmp_path):
     assert not any(math.isnan(float(x)) for x in lines[2].split()[2:5])
 
 
-def test_likely_causes_names_tuning_variables_but_not_the_interface_choice():
-    a = base_losses(0)
+def test_the_job_check_names_tuning_variables_but_not_the_interface_choice():
     meta = {"options": {"lr": 0.05}, "seed": 0, "env": {"HOROVOD_GLOO_IFACE": "eth1", "OMP_NUM_THREADS": "1"}}
     other = {**meta, "env": {"GLOO_SOCKET_IFNAME": "eth1", "OMP_NUM_THREADS": "2"}}
-    causes = likely_causes(meta, other, stepwise(a, a * 1.01))
-    environment = [c for c in causes if c.startswith("environment differs")]
-    assert environment and "OMP_NUM_THREADS" in environment[0], causes
-    assert "IFACE" not in environment[0] and "IFNAME" not in environment[0], causes
+    differences = check_job(meta, other).differences
+    assert [(d.name, d.kind) for d in differences] == [("env.OMP_NUM_THREADS", "expected")]

@@ -72,7 +72,27 @@ class RunRecord:
 
     @property
     def losses(self) -> np.ndarray:
-        return np.array([s["loss"] for s in self.steps], dtype=np.float64)
+        """In file order; a loss recorded as null (non-finite: the record says which in "nonfinite") is NaN."""
+        return np.array([math.nan if s["loss"] is None else s["loss"] for s in self.steps], dtype=np.float64)
+
+    @property
+    def loss_by_step(self) -> dict[int, float]:
+        return {int(s["step"]): math.nan if s["loss"] is None else float(s["loss"]) for s in self.steps}
+
+    @property
+    def last_step(self) -> int | None:
+        return int(self.steps[-1]["step"]) if self.steps else None
+
+    @property
+    def epoch_starts(self) -> set[int]:
+        """The steps that begin an epoch (after the first): where a missing set_epoch shows."""
+        return {int(s["step"]) for prev, s in zip(self.steps, self.steps[1:], strict=False)
+                if s.get("epoch") is not None and s.get("epoch") != prev.get("epoch")}
+
+    @property
+    def round(self) -> int:
+        """Which repeat of the same launch made this run (compare run --repeats); 1 when not repeated."""
+        return int((self.meta.get("options") or {}).get("round") or 1)
 
     @property
     def step_times(self) -> np.ndarray:
@@ -92,7 +112,7 @@ class RunRecord:
         """
         if not self.steps:
             return None
-        return float(np.mean(self.losses[-FINAL_LOSS_STEPS:]))
+        return float(np.mean(self.losses[-FINAL_LOSS_STEPS:]))  # NaN when any of them is non-finite
 
     @property
     def final_eval(self) -> dict | None:
@@ -154,6 +174,13 @@ def _read_metrics(path: Path, *, partial: bool) -> tuple[list[dict], list[dict]]
             missing = [key for key in REQUIRED_STEP_KEYS if key not in entry]
             if missing:
                 raise RecordError(f"{path}:{number}: step line lacks {', '.join(missing)}")
+            step, loss = entry["step"], entry["loss"]
+            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+                raise RecordError(f"{path}:{number}: step must be a non-negative integer, got {step!r}")
+            if steps and step <= steps[-1]["step"]:
+                raise RecordError(f"{path}:{number}: step {step} after step {steps[-1]['step']}: steps must increase")
+            if loss is not None and (not isinstance(loss, (int, float)) or isinstance(loss, bool)):
+                raise RecordError(f"{path}:{number}: loss must be a number (or null when non-finite), got {loss!r}")
             steps.append(entry)
         elif kind == "eval":
             evals.append(entry)
@@ -171,6 +198,8 @@ def load_run(run_dir: Path | str) -> RunRecord:
     if final.exists():
         steps, evals = _read_metrics(final, partial=False)
         complete = True
+        if not steps and meta.get("status") == "ok":
+            raise RecordError(f"{final}: no step lines in a run that says it ended well")
     elif part.exists():
         steps, evals = _read_metrics(part, partial=True)
         complete = False

@@ -38,17 +38,43 @@ def frameworks(text: str) -> tuple[str, ...]:
     return names
 
 
-def analysis_arguments(parser: argparse.ArgumentParser) -> None:
-    from compare.analysis.parity import MARGIN_SD, STEP_K, STEP_RTOL
+def margin(text: str) -> tuple[str, object]:
+    """NAME=VALUE (absolute) or NAME=VALUE% (relative to the end point's mean), e.g. final_loss=1%."""
+    from compare.analysis.parity import DEFAULT_MARGINS, Margin
 
-    group = parser.add_argument_group("analysis")
+    name, _, value = text.partition("=")
+    if name not in DEFAULT_MARGINS or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE or NAME=VALUE% with NAME one of "
+                                         f"{', '.join(DEFAULT_MARGINS)}, got {text!r}")
+    relative = value.endswith("%")
+    try:
+        number = float(value.rstrip("%")) / (100 if relative else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: {value!r} is not a number") from None
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the margin must be positive and finite")
+    return name, Margin("relative" if relative else "absolute", number, "user")
+
+
+def analysis_arguments(parser: argparse.ArgumentParser) -> None:
+    from compare.analysis.parity import DEFAULT_MARGINS, STEP_K, STEP_RTOL
+
+    defaults = ", ".join(f"{name}={value * 100:g}%" if kind == "relative" else f"{name}={value:g}"
+                         for name, (kind, value) in DEFAULT_MARGINS.items())
+    group = parser.add_argument_group("analysis (docs/parity.md)")
     group.add_argument("--warmup", type=int, default=5, help="steps excluded from timing")
-    group.add_argument("--k", type=int, default=STEP_K, help="steps compared step by step")
-    group.add_argument("--rtol", type=float, default=STEP_RTOL, help="step-wise relative tolerance")
-    group.add_argument("--margin-sd", type=float, default=MARGIN_SD,
-                       help="equivalence margin in seed-to-seed standard deviations")
+    group.add_argument("--rtol", type=float, default=STEP_RTOL,
+                       help="the step-wise tolerance floor on the relative loss difference")
+    group.add_argument("--k", type=int, default=STEP_K, help="the first steps judged at the floor alone")
+    group.add_argument("--margin", type=margin, action="append", default=[], metavar="NAME=VALUE[%]",
+                       help=f"an end point's equivalence margin, absolute or relative (repeatable; defaults: "
+                            f"{defaults})")
+    group.add_argument("--allow", type=word_list, action="append", default=[], metavar="NAMES",
+                       help="option differences that are intended (e.g. optimizer,lr): listed, not 'different jobs'")
 
 
 def check_analysis(ns: argparse.Namespace) -> None:
-    if ns.warmup < 0 or ns.k <= 0 or ns.rtol <= 0 or ns.margin_sd <= 0:
-        raise UsageError("--warmup must be >= 0, and --k, --rtol and --margin-sd positive")
+    if ns.warmup < 0 or ns.k <= 0 or not 0 < ns.rtol < 1:
+        raise UsageError("--warmup must be >= 0, --k positive and --rtol between 0 and 1")
+    ns.margins = dict(ns.margin)
+    ns.allowed = frozenset(name for names in ns.allow for name in names)

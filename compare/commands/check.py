@@ -1,5 +1,5 @@
 """python -m compare check: parity of two sets of existing run records (runs made elsewhere: a cluster, a
-container, an imported log)."""
+container, an imported log), decided by the same judge as `compare run`."""
 
 from __future__ import annotations
 
@@ -7,20 +7,30 @@ import argparse
 import sys
 from pathlib import Path
 
+from compare.analysis.causes import likely_causes
+from compare.analysis.judge import group_by_seed, judge
+from compare.analysis.parity import Band, calibrated_band
 from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis
-from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED
+from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
+from compare.render.verdicts import OUTCOME_WORDS, band_text, comparison_summary, end_point_line, job_lines, seed_line
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    check = commands.add_parser("check", help="parity of two existing run records", formatter_class=DEFAULTS)
+    check = commands.add_parser("check", help="parity of two existing run records", formatter_class=DEFAULTS,
+                                description="Decide whether two sets of run records train the same job the same "
+                                            "way. Exit status: 0 holds, 1 fails, 2 bad input, 3 a run failed, "
+                                            "4 undecided, 5 different jobs.")
     check.add_argument("dir_a", type=Path, help="a run directory (or a directory of seed-S run directories)")
     check.add_argument("dir_b", type=Path)
+    check.add_argument("--calibration", type=Path, nargs=2, metavar=("RUN_A", "RUN_B"), default=None,
+                       help="a control pair of this job that differs only in a way known not to change it (e.g. "
+                            "`--perturb-init-ulps 1`): its divergence sets the band; without it, the default band")
     analysis_arguments(check)
     check.set_defaults(func=main)
 
 
-def _runs_in(directory: Path) -> list[RunRecord]:
+def runs_in(directory: Path) -> list[RunRecord]:
     if not directory.is_dir():
         raise RecordError(f"{directory}: no such directory")
     if (directory / "run.json").exists():
@@ -31,45 +41,37 @@ def _runs_in(directory: Path) -> list[RunRecord]:
     return runs
 
 
+def band_from(ns: argparse.Namespace) -> Band:
+    if ns.calibration is None:
+        return Band("default", rtol=ns.rtol, k=ns.k)
+    control_a, control_b = (load_run(path) for path in ns.calibration)
+    return calibrated_band(control_a.loss_by_step, control_b.loss_by_step, rtol=ns.rtol, k=ns.k,
+                           detail=f"the pair {ns.calibration[0]} and {ns.calibration[1]}")
+
+
 def main(ns: argparse.Namespace) -> int:
     check_analysis(ns)
-    """Parity of two sets of run records, whatever frameworks made them."""
-    from compare.analysis.parity import statistical, stepwise
-
-    side_a, side_b = _runs_in(ns.dir_a), _runs_in(ns.dir_b)
+    side_a, side_b = runs_in(ns.dir_a), runs_in(ns.dir_b)
     failed = [run for run in side_a + side_b if not run.ok]
     for run in failed:
         print(f"run failed: {run.path} ({run.status}: {run.error or 'no error recorded'})", file=sys.stderr)
-    by_seed_a = {run.seed: run for run in side_a if run.ok}
-    by_seed_b = {run.seed: run for run in side_b if run.ok}
-    common = sorted(set(by_seed_a) & set(by_seed_b))
-    if not common:
-        if failed:
-            return EXIT_RUN_FAILED
-        raise RecordError(f"{ns.dir_a} and {ns.dir_b} share no seed: nothing to compare")
-    passed = True
-    for seed in common:
-        result = stepwise(by_seed_a[seed].losses, by_seed_b[seed].losses, k=ns.k, rtol=ns.rtol)
-        passed &= bool(result.passed)
-        where = (f"; first beyond tolerance at step {result.first_divergence_step} "
-                 f"(relative gap {result.first_divergence_gap:.2e})" if result.first_divergence_step else "")
-        print(f"seed {seed}: step-wise {'PASS' if result.passed else 'FAIL'}: max relative difference "
-              f"{result.max_rel_diff:.2e} over {result.k} steps (tolerance {ns.rtol:g}){where}")
-        if not result.passed:
-            from compare.analysis.parity import likely_causes
-
-            for cause in likely_causes(by_seed_a[seed].meta, by_seed_b[seed].meta, result):
-                print(f"  likely cause: {cause}")
-    if len(common) >= 2:
-        stat = statistical({s: by_seed_a[s].final_loss for s in common}, {s: by_seed_b[s].final_loss for s in common},
-                           margin_sd=ns.margin_sd)
-        word = {True: "PASS", False: "FAIL", None: "UNDECIDED"}[stat.passed]
-        print(f"statistical ({len(common)} seeds): {word}: mean final loss {stat.mean_a:.6g} vs {stat.mean_b:.6g}, "
-              f"difference bound {stat.diff_upper_bound:.3g} vs margin {stat.margin:.3g}")
-        passed &= stat.passed is not False
-    print(f"parity {'holds' if passed else 'fails'}")
     if failed:
         return EXIT_RUN_FAILED
-    return EXIT_OK if passed else EXIT_PARITY_FAILS
-
-
+    a, b = group_by_seed(side_a, str(ns.dir_a)), group_by_seed(side_b, str(ns.dir_b))
+    if set(a) != set(b):
+        raise RecordError(f"the seed sets differ: {ns.dir_a} has {sorted(a)}, {ns.dir_b} has {sorted(b)}")
+    band = band_from(ns)
+    verdict = judge(a, b, band=band, margins=ns.margins, allow=ns.allowed, a_name=str(ns.dir_a),
+                    b_name=str(ns.dir_b))
+    result = verdict.to_dict()
+    print(f"band: {band_text(result['band'])}")
+    for line in job_lines(result):
+        print(line)
+    for seed in result["seeds"]:
+        print(seed_line(seed))
+    for name, end_point in result["end_points"].items():
+        print(end_point_line(name, end_point))
+    for cause in likely_causes(verdict):
+        print(f"likely cause: {cause}")
+    print(f"{OUTCOME_WORDS[verdict.outcome]}: {comparison_summary(result)}")
+    return PARITY_EXIT[verdict.outcome]

@@ -1,0 +1,212 @@
+"""The one parity judge: `compare run`, `check`, `report` and `matrix` all decide through `judge`.
+
+Order of judgement:
+1. the same job? (compare/analysis/jobs.py) - if not, the verdict is "different jobs";
+2. every common step, paired by step number, within the band (compare/analysis/parity.py); evaluations
+   paired by step the same way; a non-finite loss on one side fails where it appears;
+3. the end points (final loss, eval loss, eval accuracy): judged step by step where the band kept its power
+   to the last step; otherwise by the paired equivalence test over seeds, against a margin fixed beforehand.
+
+Outcomes: "holds", "fails", "undecided" (never read as "holds"), "different jobs". Pure: records in, a typed
+verdict out; compare/render/verdicts.py says it in words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from compare.analysis.jobs import JobCheck, check_sides
+from compare.analysis.parity import (
+    CONFIDENCE,
+    MIN_OVERLAP,
+    SATURATION,
+    Band,
+    EquivalenceResult,
+    Margin,
+    StepwiseResult,
+    default_margins,
+    equivalence,
+    relative_difference,
+    stepwise,
+)
+from compare.analysis.records import RecordError, RunRecord, jsonable
+
+Group = dict[int, RunRecord]  # seed -> run
+
+END_POINTS = {
+    "final_loss": lambda r: r.final_loss,
+    "eval_loss": lambda r: (r.final_eval or {}).get("eval_loss"),
+    "eval_accuracy": lambda r: (r.final_eval or {}).get("eval_accuracy"),
+}
+EVAL_METRICS = ("eval_loss", "eval_accuracy")
+
+
+@dataclass(frozen=True)
+class EvalComparison:
+    step: int
+    metric: str
+    a: float | None
+    b: float | None
+    gap: float  # relative for a loss; absolute for an accuracy
+    tolerance: float
+    passed: bool
+
+
+@dataclass(frozen=True)
+class SeedVerdict:
+    seed: int
+    losses: StepwiseResult
+    evals: list[EvalComparison] = field(default_factory=list)
+    at_epoch_boundary: bool = False  # the first divergence is the first step of an epoch
+
+    @property
+    def passed(self) -> bool:
+        return self.losses.passed and all(e.passed for e in self.evals)
+
+    @property
+    def first_eval_divergence(self) -> EvalComparison | None:
+        return next((e for e in self.evals if not e.passed), None)
+
+
+@dataclass(frozen=True)
+class ParityVerdict:
+    outcome: str  # "holds" | "fails" | "undecided" | "different jobs"
+    a: str
+    b: str
+    job: JobCheck
+    band: Band
+    seeds: list[SeedVerdict]
+    end_points: dict[str, EquivalenceResult]
+    reduced_precision: bool = False
+
+    @property
+    def first_divergence(self) -> tuple[int, SeedVerdict] | None:
+        """(step, seed verdict) of the earliest failing step or evaluation over seeds."""
+        found = []
+        for seed in self.seeds:
+            if seed.losses.first_divergence_step is not None:
+                found.append((seed.losses.first_divergence_step, seed))
+            elif (bad := seed.first_eval_divergence) is not None:
+                found.append((bad.step, seed))
+        return min(found, key=lambda item: item[0]) if found else None
+
+    @property
+    def full_power(self) -> bool:
+        return bool(self.seeds) and all(s.losses.full_power for s in self.seeds)
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["job"] = self.job.to_dict()
+        data["band"] = self.band.to_dict()
+        data["full_power"] = self.full_power
+        first = self.first_divergence
+        data["first_divergence"] = {"step": first[0], "seed": first[1].seed} if first else None
+        for seed, entry in zip(self.seeds, data["seeds"], strict=True):
+            entry["passed"] = seed.passed
+        return jsonable(data)
+
+
+def compare_evals(a: RunRecord, b: RunRecord, band: Band) -> list[EvalComparison]:
+    """Evaluations paired by step; an accuracy may move by one prediction (1.5 / samples) at any band."""
+    b_by_step = {int(e["step"]): e for e in b.evals}
+    found = []
+    for entry in a.evals:
+        other = b_by_step.get(int(entry["step"]))
+        if other is None:
+            continue
+        step = int(entry["step"])
+        tolerance = band.tolerance(step)
+        for metric in EVAL_METRICS:
+            va, vb = entry.get(metric), other.get(metric)
+            if va is None and vb is None:
+                continue
+            if va is None or vb is None:
+                found.append(EvalComparison(step, metric, va, vb, math.inf, tolerance, False))
+                continue
+            if metric == "eval_accuracy":
+                samples = min(entry.get("eval_samples") or 0, other.get("eval_samples") or 0)
+                allowed = max(tolerance * abs(va), 1.5 / samples if samples else 0.0)
+                gap = abs(va - vb)
+            else:
+                allowed, gap = tolerance, relative_difference(va, vb)
+            found.append(EvalComparison(step, metric, va, vb, gap, allowed,
+                                        gap <= allowed or tolerance >= SATURATION))
+    return found
+
+
+def judge_seed(seed: int, a: RunRecord, b: RunRecord, band: Band) -> SeedVerdict:
+    losses = stepwise(a.loss_by_step, b.loss_by_step, band=band)
+    if losses.n_common < MIN_OVERLAP:
+        raise RecordError(f"seed {seed}: {a.path} and {b.path} share {losses.n_common} step(s) "
+                          f"(steps {_span(a)} vs {_span(b)}); at least {MIN_OVERLAP} are needed to judge")
+    at = losses.first_divergence_step
+    boundary = at is not None and (at in a.epoch_starts or at in b.epoch_starts)
+    return SeedVerdict(seed, losses, compare_evals(a, b, band), boundary)
+
+
+def _span(run: RunRecord) -> str:
+    return f"{run.steps[0]['step']}-{run.last_step}" if run.steps else "none"
+
+
+def stepwise_end_point(name: str, a: Group, b: Group, seeds: list[SeedVerdict]) -> EquivalenceResult:
+    """An end point judged by the step-wise level, which had power to the last step of every seed."""
+    read = END_POINTS[name]
+    values = [(read(a[s.seed]), read(b[s.seed])) for s in seeds]
+    values = [(va, vb) for va, vb in values if va is not None and vb is not None]
+    mean = (lambda xs: sum(xs) / len(xs)) if values else (lambda xs: None)
+    return EquivalenceResult("equivalent", n_seeds=len(values), seeds=[s.seed for s in seeds],
+                             mean_a=mean([va for va, _ in values]), mean_b=mean([vb for _, vb in values]),
+                             mean_diff=mean([va - vb for va, vb in values]), confidence=CONFIDENCE,
+                             method="step-wise: every step to the last within the band, for every seed")
+
+
+def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None = None,
+          allow: frozenset[str] = frozenset(), a_name: str = "a", b_name: str = "b",
+          with_end_points: bool = True) -> ParityVerdict:
+    """Parity of two sides' runs of the same seeds (seed -> run, each side one run per seed)."""
+    margins = {**default_margins(), **(margins or {})}
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise RecordError(f"{a_name} and {b_name} share no seed: nothing to compare")
+    job = check_sides([a[s] for s in common], [b[s] for s in common], allow)
+    options = [(r.meta.get("options") or {}) for r in (a[common[0]], b[common[0]])]
+    reduced = any(o.get("amp") or o.get("compression") not in (None, "none") for o in options)
+    seeds = [judge_seed(s, a[s], b[s], band) for s in common]
+    end_points: dict[str, EquivalenceResult] = {}
+    if with_end_points:
+        for name, read in END_POINTS.items():
+            a_values = {s: read(a[s]) for s in common if read(a[s]) is not None}
+            b_values = {s: read(b[s]) for s in common if read(b[s]) is not None}
+            if not (a_values or b_values):
+                continue
+            if all(s.losses.full_power for s in seeds) and all(s.passed for s in seeds):
+                end_points[name] = stepwise_end_point(name, a, b, seeds)
+            else:
+                end_points[name] = equivalence(a_values, b_values, margins[name])
+    return ParityVerdict(_outcome(job, seeds, end_points), a_name, b_name, job, band, seeds, end_points, reduced)
+
+
+def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, EquivalenceResult]) -> str:
+    if not job.same_job:
+        return "different jobs"
+    if not all(s.passed for s in seeds) or any(r.outcome == "differs" for r in end_points.values()):
+        return "fails"
+    if any(r.outcome == "undecided" for r in end_points.values()):
+        return "undecided"
+    if not end_points and not all(s.losses.full_power for s in seeds):
+        return "undecided"  # no end points to test, and the band lost its power before the end
+    return "holds"
+
+
+def group_by_seed(runs: list[RunRecord], side: str) -> Group:
+    """seed -> run for one side; more than one run for the same (framework, world size, seed) is ambiguous."""
+    group: Group = {}
+    for run in sorted(runs, key=lambda r: str(r.path)):
+        if run.seed in group:
+            first = group[run.seed]
+            raise RecordError(f"{side}: two runs for {run.framework} np {run.world_size} seed {run.seed}: "
+                              f"{first.path} and {run.path}; give one directory per run set")
+        group[run.seed] = run
+    return group

@@ -1,0 +1,176 @@
+"""Parity verdicts in words and tables: what `compare run`, `check`, `report` and `matrix` print and write.
+
+Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis stores them) and says them.
+"""
+
+from __future__ import annotations
+
+from compare.analysis.parity import ATOL, SATURATION, STEP_K, STEP_RTOL
+from compare.names import display
+from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
+
+OUTCOME_WORDS = {"holds": "parity holds", "fails": "parity fails", "undecided": "parity undecided",
+                 "different jobs": "different jobs"}
+
+
+def band_text(band: dict) -> str:
+    """The step-wise tolerance and where it came from."""
+    floor = f"relative loss difference <= {band['rtol']:g} (below {ATOL:g} absolute never counts)"
+    if band["source"] == "calibrated":
+        return (f"{floor} over the first {band['k']} steps, then {band['safety']:g}x the divergence of a "
+                f"calibration pair of this job (calibrated: {band['detail']})")
+    return (f"{floor} over the first {band['k']} steps, then growing tenfold every {band['decade_steps']:g} steps "
+            "(the documented default, docs/parity.md; `compare run` calibrates instead)")
+
+
+def job_lines(comparison: dict) -> list[str]:
+    """Every difference between the two records, by kind."""
+    lines = []
+    for kind, title in (("job", "makes another job"), ("allowed", "another job, allowed by --allow"),
+                        ("version", "versions differ (warning)"), ("expected", "expected between the sides")):
+        found = [d for d in comparison["job"]["differences"] if d["kind"] == kind]
+        if found:
+            lines.append(f"{title}: " + ", ".join(f"{d['name']} {d['a']} vs {d['b']}" for d in found))
+    return lines
+
+
+def seed_line(seed: dict) -> str:
+    losses = seed["losses"]
+    span = f"steps {losses['first_step']}-{losses['last_step']} ({losses['n_common']} common of {losses['n_a']} " \
+           f"and {losses['n_b']})"
+    power = ("" if losses["judged_until"] == losses["last_step"] else
+             f"; the band passed {SATURATION:g} after step {losses['judged_until']}: later steps left to the "
+             "end points")
+    if losses["first_divergence_step"] is not None:
+        gap = losses["first_divergence_gap"]
+        size = "a non-finite loss on one side" if gap is None or gap == float("inf") else \
+            f"relative difference {gap:.2e} > tolerance {num(losses['tolerance_at_divergence'], '.2e')}"
+        return f"seed {seed['seed']}: diverges at step {losses['first_divergence_step']} ({size}); {span}"
+    bad = next((e for e in seed["evals"] if not e["passed"]), None)
+    if bad is not None:
+        return (f"seed {seed['seed']}: training losses agree over {span}, but the evaluation at step "
+                f"{bad['step']} differs: {bad['metric']} {num(bad['a'], '.6g')} vs {num(bad['b'], '.6g')} "
+                f"(gap {num(bad['gap'], '.2e')} > {num(bad['tolerance'], '.2e')})")
+    evals = len({e["step"] for e in seed["evals"]})
+    return (f"seed {seed['seed']}: every step within the band, max relative difference "
+            f"{num(losses['max_rel_diff'], '.2e')}; {span}; {evals} evaluation(s) agree{power}")
+
+
+def end_point_line(name: str, r: dict) -> str:
+    if r["method"].startswith("step-wise"):
+        return f"{name}: equivalent ({r['method']})"
+    margin = f"margin +-{num(r['margin'], '.3g')} ({r['margin_kind']}, {r['margin_source']})"
+    if r["ci_low"] is None:
+        return f"{name}: {r['outcome']} ({r['reason']})"
+    ci = f"{2 * r['confidence'] - 1:.0%} interval of the mean paired difference {r['ci_low']:.3g} to {r['ci_high']:.3g}"
+    power = (f"with {r['n_seeds']} seeds the test resolves differences of +-{r['resolution']:.3g} around the "
+             "margin")
+    reason = f" ({r['reason']})" if r["reason"] else ""
+    return f"{name}: {r['outcome']}{reason}: {ci}, {margin}; {power}"
+
+
+def comparison_summary(comparison: dict) -> str:
+    """One phrase: the outcome and its main evidence."""
+    outcome = comparison["outcome"]
+    if outcome == "different jobs":
+        jobs = [d for d in comparison["job"]["differences"] if d["kind"] == "job"]
+        return "different jobs: " + ", ".join(f"{d['name']} {d['a']} vs {d['b']}" for d in jobs)
+    seeds = comparison["seeds"]
+    if outcome == "fails":
+        first = comparison["first_divergence"]
+        if first is not None:
+            return f"diverges at step {first['step']} (seed {first['seed']})"
+        bad = [name for name, r in comparison["end_points"].items() if r["outcome"] == "differs"]
+        return f"end points differ: {', '.join(bad)}"
+    worst = max((s["losses"]["max_rel_diff"] or 0.0 for s in seeds), default=0.0)
+    text = f"every common step of {len(seeds)} seed(s) within the band (max relative difference {worst:.2g})"
+    if outcome == "undecided":
+        open_points = [name for name, r in comparison["end_points"].items() if r["outcome"] == "undecided"]
+        reason = f"end points undecided: {', '.join(open_points)}" if open_points else \
+            "the band lost its power before the last step and there are no end points to test"
+        return f"{text}; {reason}"
+    return text
+
+
+def parity_line(analysis: dict) -> str:
+    """The overall parity verdict in one line, naming each comparison that decided it."""
+    outcome = analysis["verdict"]["parity"]
+    parts = []
+    for level in analysis["levels"]:
+        for comparison in level["comparisons"].values():
+            if outcome == "holds" and comparison["b"] == "reference":
+                continue
+            if outcome != "holds" and comparison["outcome"] != outcome:
+                continue
+            label = f"{display(comparison['a'])} vs {display(comparison['b'])} at np {level['world_size']}"
+            parts.append(f"{label}: {comparison_summary(comparison)}")
+    evidence = "; ".join(parts) or "nothing to compare: no world size has two implementations' runs that ended well"
+    return f"{OUTCOME_WORDS.get(outcome, outcome)} ({evidence})"
+
+
+def step_table(comparison: dict) -> Table:
+    headers = ["seed", "common steps", "max rel diff", "first divergence", "rel diff there", "tolerance there",
+               "judged to step", "evaluations", "verdict"]
+    rows = []
+    for seed in comparison["seeds"]:
+        losses = seed["losses"]
+        worst = num(losses["max_rel_diff"], ".2e")
+        if losses["max_at_step"] is not None:
+            worst += f" (step {losses['max_at_step']})"
+        bad_evals = [e for e in seed["evals"] if not e["passed"]]
+        rows.append([
+            str(seed["seed"]), f"{losses['first_step']}-{losses['last_step']} ({losses['n_common']})", worst,
+            num(losses["first_divergence_step"], "d"), num(losses["first_divergence_gap"], ".2e"),
+            num(losses["tolerance_at_divergence"], ".2e"), num(losses["judged_until"], "d"),
+            f"{len(seed['evals']) - len(bad_evals)}/{len(seed['evals'])} agree",
+            "pass" if seed["passed"] else "FAIL",
+        ])
+    return Table(headers, rows)
+
+
+def end_point_table(comparison: dict) -> Table:
+    a, b = display(comparison["a"]), display(comparison["b"])
+    headers = ["end point", "method", "seeds", f"mean {a}", f"mean {b}", "mean diff", "interval", "margin",
+               "resolution", "verdict"]
+    rows = []
+    for name, r in comparison["end_points"].items():
+        interval = DASH_PAIR if r["ci_low"] is None else f"{r['ci_low']:.2e} to {r['ci_high']:.2e}"
+        margin = "—" if r["margin"] is None else f"{r['margin']:.3g} ({r['margin_source']})"
+        rows.append([name, r["method"], str(r["n_seeds"]), num(r["mean_a"], ".5g"), num(r["mean_b"], ".5g"),
+                     num(r["mean_diff"], ".2e"), interval, margin, num(r["resolution"], ".2e"),
+                     r["outcome"] + (f": {r['reason']}" if r["reason"] else "")])
+    return Table(headers, rows)
+
+
+DASH_PAIR = "—"
+
+
+def method_text() -> str:
+    return (f"How the verdict is reached (docs/parity.md): first the two records must be the same job (options, "
+            "data world size, global batch, workload, steps; framework, launcher, backend and tuning knobs may "
+            "differ; versions are warned about). Then every common step, paired by step number, must stay within "
+            f"the band: {STEP_RTOL:g} for the first {STEP_K} steps, then the growth that a change known not to "
+            "change the job shows on this job; evaluations are paired the same way. Where the band keeps its power "
+            "to the last step the end points are judged by it; otherwise by two one-sided tests over seeds, "
+            "paired by seed, against a margin fixed beforehand. Undecided is its own outcome (exit 4).")
+
+
+def parity_blocks(analysis: dict) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Parity"), Para(method_text())]
+    for level in analysis["levels"]:
+        if not level["comparisons"]:
+            continue
+        blocks += [Heading(3, f"np {level['world_size']}"), Para(f"Band: {band_text(level['band'])}.")]
+        for comparison in level["comparisons"].values():
+            title = f"{display(comparison['a'])} vs {display(comparison['b'])}"
+            blocks.append(Para(f"**{title}: {OUTCOME_WORDS[comparison['outcome']]}.** "
+                               f"{comparison_summary(comparison)}"))
+            if lines := job_lines(comparison):
+                blocks.append(Bullets(lines))
+            blocks.append(step_table(comparison))
+            if comparison["end_points"]:
+                blocks.append(end_point_table(comparison))
+                blocks.append(Bullets([end_point_line(n, r) for n, r in comparison["end_points"].items()]))
+            if comparison["likely_causes"]:
+                blocks += [Para("Likely causes:"), Bullets(comparison["likely_causes"])]
+    return blocks

@@ -1,0 +1,316 @@
+"""The parity judge in both directions, on run records written by hand in the documented schema.
+
+Every case of issue 13's "Why" has a test here: different jobs that the old check passed, the same job that
+it failed, the stated error rates of the equivalence test (by simulation), and bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from fixtures import write_run
+
+from compare.__main__ import main
+from compare.analysis.judge import judge
+from compare.analysis.parity import (
+    DEFAULT_DECADE_STEPS,
+    SATURATION,
+    STEP_K,
+    Band,
+    Margin,
+    calibrated_band,
+    equivalence,
+    stepwise,
+)
+from compare.analysis.records import load_run
+from compare.names import EXIT_DIFFERENT_JOBS, EXIT_OK, EXIT_PARITY_FAILS, EXIT_UNDECIDED, EXIT_USAGE
+
+EVAL = [{"eval_loss": 0.61, "eval_accuracy": 0.83, "eval_samples": 360}]
+
+
+def curve(n: int = 100, seed: int = 0) -> list[float]:
+    """A plausible, noisy, decreasing loss curve."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    return list(2.3 * np.exp(-steps / 40) + 0.3 + 0.05 * rng.standard_normal(n))
+
+
+def pair(tmp_path, a_losses, b_losses, *, seeds=(0,), a_options=None, b_options=None, a_evals=EVAL, b_evals=EVAL,
+         **b_extra):
+    for seed in seeds:
+        write_run(tmp_path / "a" / f"seed-{seed}", framework="horovod", world_size=2, seed=seed,
+                  losses=a_losses(seed) if callable(a_losses) else a_losses, options=a_options, evals=a_evals)
+        write_run(tmp_path / "b" / f"seed-{seed}", framework="ddp", world_size=2, seed=seed,
+                  losses=b_losses(seed) if callable(b_losses) else b_losses, options=b_options, evals=b_evals,
+                  **b_extra)
+    return str(tmp_path / "a"), str(tmp_path / "b")
+
+
+def check(capsys, *args: str) -> tuple[int, str, str]:
+    status = main(["check", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# ---- different jobs: "holds" was wrong ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(("option", "a", "b"), [
+    ("optimizer", "sgd", "adamw"), ("batch_size", 32, 64), ("workload", "mlp", "digits"), ("lr", 0.05, 0.1),
+    ("data_seed", None, 3), ("amp", False, True),
+])
+def test_same_losses_but_another_job_is_not_parity(tmp_path, capsys, option, a, b):
+    losses = curve()
+    status, out, _ = check(capsys, *pair(tmp_path, losses, losses, a_options={option: a}, b_options={option: b}))
+    assert status == EXIT_DIFFERENT_JOBS, out
+    assert f"{option} {a} vs {b}" in out
+
+
+def test_another_world_size_is_another_job(tmp_path, capsys):
+    losses = curve()
+    a, _ = pair(tmp_path, losses, losses)
+    write_run(tmp_path / "b4" / "seed-0", framework="ddp", world_size=4, seed=0, losses=losses, evals=EVAL)
+    status, out, _ = check(capsys, a, str(tmp_path / "b4"))
+    assert status == EXIT_DIFFERENT_JOBS and "data_world_size 2 vs 4" in out
+
+
+def test_an_intended_difference_can_be_allowed(tmp_path, capsys):
+    losses = curve()
+    dirs = pair(tmp_path, losses, losses, a_options={"optimizer": "sgd"}, b_options={"optimizer": "adamw"})
+    status, out, _ = check(capsys, *dirs, "--allow", "optimizer")
+    assert status == EXIT_OK and "allowed by --allow: optimizer sgd vs adamw" in out
+
+
+def test_three_steps_against_a_hundred_is_refused(tmp_path, capsys):
+    losses = curve()
+    status, _, err = check(capsys, *pair(tmp_path, losses, losses[:3]))
+    assert status == EXIT_USAGE
+    assert "share 3 step(s)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_shorter_run_is_another_job(tmp_path, capsys):
+    losses = curve()
+    status, out, _ = check(capsys, *pair(tmp_path, losses, losses[:60]))
+    assert status == EXIT_DIFFERENT_JOBS and "steps 100 vs 60" in out
+
+
+@pytest.mark.parametrize("start", [STEP_K + 1, 50, 90])
+def test_a_difference_after_the_first_window_fails_at_its_step(tmp_path, capsys, start):
+    a = curve()
+    b = [x * (1 + 1e-3) if step >= start else x for step, x in enumerate(a, start=1)]
+    status, out, _ = check(capsys, *pair(tmp_path, a, b))
+    assert status == EXIT_PARITY_FAILS, out
+    assert f"diverges at step {start}" in out
+
+
+def test_nan_from_step_22_fails_there(tmp_path, capsys):
+    a = curve()
+    b = [None if step >= 22 else x for step, x in enumerate(a, start=1)]
+    status, out, _ = check(capsys, *pair(tmp_path, a, b))
+    assert status == EXIT_PARITY_FAILS and "diverges at step 22" in out
+    assert "NaN or infinite" in out
+
+
+def test_a_difference_from_an_epoch_boundary_names_set_epoch(tmp_path, capsys):
+    a = curve(64)
+    b = a[:32] + curve(64, seed=1)[32:]  # the second epoch sees other batches
+    for side, losses in (("a", a), ("b", b)):
+        write_run(tmp_path / side, framework="horovod" if side == "a" else "ddp", world_size=2, seed=0,
+                  losses=losses, steps_per_epoch=32, evals=EVAL)
+    status, out, _ = check(capsys, str(tmp_path / "a"), str(tmp_path / "b"))
+    assert status == EXIT_PARITY_FAILS and "diverges at step 33" in out
+    assert "set_epoch" in out
+
+
+def test_evaluation_metrics_are_judged(tmp_path, capsys):
+    losses = curve()
+    status, out, _ = check(capsys, *pair(tmp_path, losses, losses,
+                                         b_evals=[{"eval_loss": 0.70, "eval_accuracy": 0.79, "eval_samples": 360}]))
+    assert status == EXIT_PARITY_FAILS and "evaluation at step 100 differs" in out
+
+
+def test_one_flipped_prediction_is_not_a_divergence(tmp_path, capsys):
+    losses = curve()
+    status, out, _ = check(capsys, *pair(tmp_path, losses, losses,
+                                         b_evals=[{"eval_loss": 0.61, "eval_accuracy": 0.83 + 1 / 360,
+                                                   "eval_samples": 360}]))
+    assert status == EXIT_OK, out
+
+
+def test_undecided_end_points_are_not_parity(tmp_path, capsys):
+    # 500 steps: past about step 240 the default band is wider than SATURATION and the step-wise level has no
+    # power left; two seeds whose end points differ by about the margin leave the equivalence test undecided.
+    def losses(seed: int, shift: float) -> list[float]:
+        base = curve(500, seed)
+        return [x * (1 + shift * min(1.0, max(0, step - 300) / 100)) for step, x in enumerate(base, start=1)]
+
+    dirs = pair(tmp_path, lambda s: losses(s, 0.0), lambda s: losses(s, 0.02 if s == 0 else 0.005), seeds=(0, 1),
+                a_evals=None, b_evals=None)
+    status, out, _ = check(capsys, *dirs)
+    assert status == EXIT_UNDECIDED, out
+    assert "parity undecided" in out and "more seeds would decide" in out
+
+
+def test_two_seeds_shifted_alike_differ(tmp_path, capsys):
+    def losses(seed: int, shift: float) -> list[float]:
+        return [x + shift * (step > 300) for step, x in enumerate(curve(500, seed), start=1)]
+
+    dirs = pair(tmp_path, lambda s: losses(s, 0.0), lambda s: losses(s, 0.15), seeds=(0, 1), a_evals=None,
+                b_evals=None)
+    status, out, _ = check(capsys, *dirs)
+    assert status == EXIT_PARITY_FAILS, out
+    assert "final_loss: differs" in out
+
+
+# ---- the same job: "fails" was wrong -------------------------------------------------------------------------
+
+def test_losses_near_zero_are_not_a_divergence(tmp_path, capsys):
+    a = [0.0] * 30
+    b = [1e-12] * 30
+    status, out, _ = check(capsys, *pair(tmp_path, a, b, a_evals=None, b_evals=None))
+    assert status == EXIT_OK, out
+
+
+def test_steps_are_paired_by_number_not_position(tmp_path, capsys):
+    a = curve()
+    write_run(tmp_path / "a", framework="horovod", world_size=2, seed=0, losses=a, evals=EVAL)
+    write_run(tmp_path / "b", framework="ddp", world_size=2, seed=0, losses=a[10:], first_step=11, evals=EVAL)
+    status, out, _ = check(capsys, str(tmp_path / "a"), str(tmp_path / "b"), "--allow", "steps")
+    assert "steps 11-100" in out
+    assert status == EXIT_OK, out
+
+
+def test_float_chaos_within_the_band_holds(tmp_path, capsys):
+    # A gap that starts at float32 resolution and grows tenfold every 100 steps: chaos, not a bug.
+    a = curve(200)
+    b = [x * (1 + 1e-7 * 10 ** (step / 100)) for step, x in enumerate(a, start=1)]
+    status, out, _ = check(capsys, *pair(tmp_path, a, b))
+    assert status == EXIT_OK, out
+
+
+def test_versions_that_differ_are_warned_about(tmp_path, capsys):
+    losses = curve()
+    dirs = pair(tmp_path, losses, losses, extra_meta={"versions": {"python": "3.11.7", "torch": "2.12.0"}})
+    status, out, _ = check(capsys, *dirs)
+    assert status == EXIT_OK and "versions differ (warning): versions.torch 2.13.0+cpu vs 2.12.0" in out
+
+
+def test_a_calibration_pair_sets_the_band(tmp_path, capsys):
+    a = curve(200)
+    b = [x * (1 + 1e-3) if step > 100 else x for step, x in enumerate(a, start=1)]
+    dirs = pair(tmp_path, a, b)
+    assert check(capsys, *dirs)[0] == EXIT_PARITY_FAILS  # the default band is 1e-5 x 10^(81/60) = 2.2e-4 at step 101
+    noisy = [x * (1 + 2e-5) if step > 60 else x for step, x in enumerate(a, start=1)]  # band: 100 x 2e-5
+    write_run(tmp_path / "c1", framework="ddp", world_size=2, seed=0, losses=a)
+    write_run(tmp_path / "c2", framework="ddp", world_size=2, seed=0, losses=noisy)
+    status, out, _ = check(capsys, *dirs, "--calibration", str(tmp_path / "c1"), str(tmp_path / "c2"))
+    assert status == EXIT_OK, out
+    assert "calibrated" in out
+
+
+# ---- bad input --------------------------------------------------------------------------------------------
+
+def test_two_runs_for_one_seed_are_refused(tmp_path, capsys):
+    losses = curve()
+    a, b = pair(tmp_path, losses, losses)
+    write_run(tmp_path / "b" / "again", framework="ddp", world_size=2, seed=0, losses=losses)
+    status, _, err = check(capsys, a, b)
+    assert status == EXIT_USAGE and "two runs for ddp np 2 seed 0" in err
+
+
+def test_mismatched_seed_sets_are_refused(tmp_path, capsys):
+    losses = curve()
+    a, b = pair(tmp_path, losses, losses, seeds=(0, 1))
+    write_run(tmp_path / "a" / "seed-2", framework="horovod", world_size=2, seed=2, losses=losses)
+    status, _, err = check(capsys, a, b)
+    assert status == EXIT_USAGE and "seed sets differ" in err
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda d: (d / "metrics.jsonl").write_text(""), "no step lines"),
+    (lambda d: (d / "metrics.jsonl").write_text('{"kind": "step", "step": 1, "loss": 1.0, "step_time_s": 0.1}\n'
+                                                 '{"kind": "step", "st'), "metrics.jsonl:2: truncated line"),
+    (lambda d: (d / "run.json").write_text(json.dumps({**json.loads((d / "run.json").read_text()),
+                                                        "schema_version": 9})), "unsupported schema_version 9"),
+    (lambda d: (d / "metrics.jsonl").write_text('{"kind": "step", "step": 2, "loss": 1.0, "step_time_s": 0.1}\n'
+                                                 '{"kind": "step", "step": 1, "loss": 1.0, "step_time_s": 0.1}\n'),
+     "metrics.jsonl:2: step 1 after step 2"),
+])
+def test_damaged_records_are_one_line_errors(tmp_path, capsys, damage, message):
+    losses = curve()
+    a, b = pair(tmp_path, losses, losses)
+    damage(tmp_path / "b" / "seed-0")
+    status, _, err = check(capsys, a, b)
+    assert status == EXIT_USAGE
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+# ---- the band and the tests as pure functions ------------------------------------------------------------
+
+def test_the_default_band_grows_from_the_floor():
+    band = Band("default")
+    assert band.tolerance(1) == band.tolerance(STEP_K) == band.rtol
+    assert band.tolerance(STEP_K + DEFAULT_DECADE_STEPS) == pytest.approx(10 * band.rtol)
+
+
+def test_a_calibrated_band_follows_its_pair():
+    a = {s: 1.0 for s in range(1, 101)}
+    b = {s: 1.0 + (1e-6 if s > 50 else 0.0) for s in range(1, 101)}
+    band = calibrated_band(a, b)
+    assert band.tolerance(30) == band.rtol
+    assert band.tolerance(60) == pytest.approx(band.safety * 1e-6, rel=1e-3)
+
+
+def test_stepwise_power_ends_where_the_band_saturates():
+    result = stepwise(curve(600), curve(600))
+    assert result.passed and not result.full_power
+    assert Band("default").tolerance(result.judged_until) < SATURATION <= Band("default").tolerance(
+        result.judged_until + 1)
+
+
+SIMULATIONS = 4000
+
+
+@pytest.mark.parametrize("n_seeds", [2, 3, 5])
+def test_identical_jobs_are_called_different_at_most_5_percent(n_seeds):
+    rng = np.random.default_rng(n_seeds)
+    margin = Margin("absolute", 0.05, "user")
+    differs = 0
+    for _ in range(SIMULATIONS):
+        a = rng.normal(1.0, 0.05, n_seeds)
+        b = a + rng.normal(0.0, 0.03, n_seeds)  # float chaos: paired, centred on zero
+        differs += equivalence(dict(enumerate(a)), dict(enumerate(b)), margin).outcome == "differs"
+    assert differs / SIMULATIONS <= 0.05
+
+
+@pytest.mark.parametrize("n_seeds", [2, 3, 5])
+def test_a_difference_of_the_margin_is_called_equivalent_at_most_5_percent(n_seeds):
+    rng = np.random.default_rng(10 + n_seeds)
+    margin = Margin("absolute", 0.05, "user")
+    equivalent = 0
+    for _ in range(SIMULATIONS):
+        a = rng.normal(1.0, 0.05, n_seeds)
+        b = a + 0.05 + rng.normal(0.0, 0.03, n_seeds)
+        equivalent += equivalence(dict(enumerate(a)), dict(enumerate(b)), margin).outcome == "equivalent"
+    rate = equivalent / SIMULATIONS
+    assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / SIMULATIONS)  # 5% with three standard errors of slack
+
+
+def test_the_equivalence_test_has_power_when_the_sides_agree():
+    rng = np.random.default_rng(7)
+    a = rng.normal(1.0, 0.05, 5)
+    result = equivalence(dict(enumerate(a)), dict(enumerate(a + rng.normal(0, 1e-4, 5))), Margin("absolute", 0.01,
+                                                                                                  "user"))
+    assert result.outcome == "equivalent" and result.resolution < 0.01
+
+
+def test_judge_on_loaded_records(tmp_path):
+    losses = curve()
+    a, b = pair(tmp_path, losses, losses, seeds=(0, 1))
+    runs_a = {s: load_run(f"{a}/seed-{s}") for s in (0, 1)}
+    runs_b = {s: load_run(f"{b}/seed-{s}") for s in (0, 1)}
+    verdict = judge(runs_a, runs_b, band=Band("default"))
+    assert verdict.outcome == "holds" and verdict.full_power
+    assert {d.name for d in verdict.job.of_kind("expected")} >= {"framework", "launcher"}

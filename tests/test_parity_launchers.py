@@ -1,0 +1,72 @@
+"""The parity verdict through the real launchers: a late divergence is caught at its step, reduced precision
+and long runs of identical jobs hold, and bad input is refused before anything starts."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from helpers import ROOT, horovodrun, ok, read_meta, run, torchrun
+
+from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_USAGE
+
+pytestmark = pytest.mark.slow
+JOB = ["--workload", "mlp", "--dataset-size", "1024", "--batch-size", "16", "--epochs", "2", "--seed", "3",
+       "--log-every", "8"]
+
+
+def check(a, b, *extra: str):
+    return run([sys.executable, "-m", "compare", "check", str(a), str(b), *extra])
+
+
+def test_a_divergence_after_step_30_is_caught_and_named(tmp_path, horovod_built):
+    ok(horovodrun(2, "gloo", *JOB, "--out", str(tmp_path / "hvd")))
+    ok(torchrun(2, *JOB, "--lr-change-at-step", "40", "--lr-change-factor", "1.05", "--out", str(tmp_path / "ddp")))
+    result = check(tmp_path / "hvd", tmp_path / "ddp")
+    assert result.returncode == EXIT_PARITY_FAILS, result.stdout + result.stderr
+    # The update of step 40 is the first with the changed rate: the loss of step 41 is the first it moves.
+    assert "diverges at step 41" in result.stdout, result.stdout
+
+
+def test_the_same_job_in_bf16_holds(tmp_path, horovod_built):
+    ok(horovodrun(2, "gloo", *JOB, "--amp", "--out", str(tmp_path / "hvd")))
+    ok(torchrun(2, *JOB, "--amp", "--out", str(tmp_path / "ddp")))
+    result = check(tmp_path / "hvd", tmp_path / "ddp")
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert "parity holds" in result.stdout
+
+
+def test_identical_jobs_hold_over_a_long_run_at_np_1_2_and_4(tmp_path, horovod_built):
+    out = tmp_path / "cmp"
+    result = run([sys.executable, "-m", "compare", "run", "--np", "1,2,4", "--workload", "digits", "--epochs", "5",
+                  "--seeds", "0,1", "--horovod-controller", "gloo", "--out", str(out)], timeout=900)
+    assert result.returncode == EXIT_OK, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "parity holds" in result.stdout
+    report = json.loads((out / "report.json").read_text())["analysis"]
+    bands = {level["world_size"]: level["band"]["source"] for level in report["levels"]}
+    assert bands == {1: "calibrated", 2: "calibrated", 4: "calibrated"}
+    long = [s for level in report["levels"] for c in level["comparisons"].values() for s in c["seeds"]]
+    assert all(s["losses"]["n_common"] >= 50 for s in long)
+
+
+def test_a_run_whose_loss_becomes_nan_is_recorded_as_failed(tmp_path):
+    result = run([sys.executable, "-m", "native_impl", *JOB, "--lr", "1e30", "--steps", "20", "--out", str(tmp_path)])
+    assert result.returncode == 1, result.stdout + result.stderr
+    meta = read_meta(tmp_path)
+    assert meta["status"] == "failed" and "training diverged" in meta["error"]
+    for line in (tmp_path / "metrics.jsonl.part").read_text().splitlines():
+        json.loads(line, parse_constant=lambda token: pytest.fail(f"non-strict JSON token {token}"))
+
+
+@pytest.mark.parametrize("args", [["--seeds", "-1"], ["--timeout", "-5"], ["--lr", "inf"], ["--steps", "3"]])
+def test_bad_comparison_options_are_refused_before_any_launch(tmp_path, args):
+    result = run([sys.executable, "-m", "compare", "run", "--np", "2", *args, "--out", str(tmp_path / "out")],
+                 timeout=120)
+    assert result.returncode == EXIT_USAGE, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_root_is_the_repository():
+    assert (ROOT / "compare" / "analysis" / "judge.py").is_file()
