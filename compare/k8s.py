@@ -30,6 +30,8 @@ RESULTS_VOLUME = "results"
 ENTRYPOINT = ["/usr/bin/tini", "--", "/usr/local/bin/hvd-entrypoint"]
 MPI_SSH_PORT = 2222  # the image runs as a user without root: its sshd cannot listen on 22
 SSHD_CONFIG_MOUNT = "/etc/hvd-compare"
+IMAGE_UID = 1000  # the image's user (Dockerfile USER_UID): fsGroup makes the results volume writable for it
+POD_SECURITY = {"fsGroup": IMAGE_UID}
 PYTORCHJOB_PORT = 23456  # the Training Operator's default; declared so that the master service exposes it
 GPU_RESOURCE = "nvidia.com/gpu"
 FILES = {"mpijob": "horovod-mpijob.yaml", "pytorchjob": "ddp-pytorchjob.yaml", "trainjob": "ddp-trainjob.yaml",
@@ -147,9 +149,10 @@ def mpijob(cluster: Cluster, options: Options) -> list[dict]:
             "sshAuthMountPath": ssh_dir,
             "mpiReplicaSpecs": {
                 "Launcher": {"replicas": 1, "restartPolicy": "Never",
-                             "template": {"spec": {"containers": [launcher]}}},
+                             "template": {"spec": {"securityContext": POD_SECURITY, "containers": [launcher]}}},
                 "Worker": {"replicas": cluster.workers, "restartPolicy": "Never",
                            "template": {"spec": {
+                               "securityContext": POD_SECURITY,
                                "containers": [worker],
                                "volumes": [_results_volume(cluster),
                                            {"name": "sshd-config", "configMap": {"name": sshd_map}}]}}},
@@ -178,12 +181,13 @@ def pytorchjob(cluster: Cluster, options: Options) -> dict:
                         "ports": [{"name": "pytorchjob-port", "containerPort": PYTORCHJOB_PORT}]}
     replica_specs: dict = {
         "Master": {"replicas": 1, "restartPolicy": "Never",
-                   "template": {"spec": {"containers": [master_container], "volumes": [_results_volume(cluster)]}}},
+                   "template": {"spec": {"securityContext": POD_SECURITY, "containers": [master_container],
+                                         "volumes": [_results_volume(cluster)]}}},
     }
     if cluster.workers > 1:
         replica_specs["Worker"] = {
             "replicas": cluster.workers - 1, "restartPolicy": "Never",
-            "template": {"spec": {"containers": [_ddp_container(cluster, options)],
+            "template": {"spec": {"securityContext": POD_SECURITY, "containers": [_ddp_container(cluster, options)],
                                   "volumes": [_results_volume(cluster)]}}}
     return {
         "apiVersion": "kubeflow.org/v1",
@@ -237,6 +241,7 @@ def results(cluster: Cluster) -> list[dict]:
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{cluster.name}-results"},
         "spec": {
             "restartPolicy": "Never",
+            "securityContext": POD_SECURITY,
             "containers": [{"name": "results", "image": cluster.image, "command": ENTRYPOINT,
                             "args": ["sleep", "3600"], "volumeMounts": [_results_mount()]}],
             "volumes": [_results_volume(cluster)],

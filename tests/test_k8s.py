@@ -120,6 +120,9 @@ def test_rendezvous(gpu_docs):
     assert worker["args"][-1] == f"{mount}/sshd_config"
     assert config["metadata"]["name"] in json.dumps(mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"])
     key_dir = mpijob["spec"]["sshAuthMountPath"]
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    user = re.search(r"useradd .*--uid \"\$USER_UID\" .* (\w+)(?: \\)?$", dockerfile, re.M).group(1)
+    assert key_dir == f"/home/{user}/.ssh"  # the image user's home: sshd and mpirun run as that user
     assert f"HostKey {key_dir}/" in config["data"]["sshd_config"]
     # DDP: torchrun takes node count, rank, processes per node and the master's address from the operator
     # (PET_*); a flag in the manifest would override them.
@@ -172,6 +175,10 @@ def test_results_volume_on_every_training_pod(gpu_docs):
     override = by_kind(gpu_docs, "TrainJob")["spec"]["podSpecOverrides"][0]
     pod = by_kind(gpu_docs, "Pod")["spec"]
     specs = [mpijob, *[spec["template"]["spec"] for spec in pytorchjob.values()], override, pod]
+    # The image runs as its own user: the pods give the volume that user's group, so that it may write.
+    uid = int(re.search(r"^ARG USER_UID=(\d+)$", (ROOT / "Dockerfile").read_text(), re.M).group(1))
+    for spec in [mpijob, *[spec["template"]["spec"] for spec in pytorchjob.values()], pod]:
+        assert spec["securityContext"]["fsGroup"] == uid
     for spec in specs:
         volume = next(v for v in spec["volumes"] if v.get("persistentVolumeClaim"))
         assert volume["persistentVolumeClaim"]["claimName"] == name

@@ -1,0 +1,413 @@
+"""Each launch of the comparison as a Slurm job, launched the way each framework's users launch it there.
+
+Horovod: `srun --mpi=pmix python -m hvd_impl` (every rank a Slurm task), or `mpirun` inside the
+allocation. DDP: `srun torchrun`, one torchrun per node with its c10d rendezvous on the first node, or
+one Slurm task per rank with torch's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR) taken from
+Slurm's. The batch script is written into the run directory (job.sbatch), readable and usable by hand
+(`sbatch job.sbatch`); it is submitted with sbatch and watched by polling squeue (sbatch --wait reacts
+in steps of about 10 s); on a timeout or Ctrl-C the job is cancelled (scancel) and waited for. The
+job's state and exit code come from `scontrol show job`, the failing rank and the telling lines from
+the job's log, as for a local launch. docs/slurm.md explains the scripts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workload.files import write_json_atomic
+from workload.options import Options, UsageError, to_argv
+
+SCRIPT_NAME = "job.sbatch"
+JOB_RECORD = "slurm-job.json"
+HOROVOD_FORMS = ("srun", "mpirun")
+DDP_FORMS = ("torchrun", "srun")
+# Slurm's final job states; anything else (PENDING, RUNNING, COMPLETING, ...) is still going.
+FAILED_STATES = ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
+                 "DEADLINE")
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """What `compare run --scheduler slurm` passes to every job."""
+
+    nodes: int = 1
+    partition: str | None = None
+    time_min: int | None = None  # the job's time limit (--time); None: the launch timeout, rounded up
+    sbatch_args: tuple[str, ...] = ()
+    horovod_form: str = "srun"  # "srun": srun --mpi=pmix; "mpirun": mpirun inside the allocation
+    ddp_form: str = "torchrun"  # "torchrun": srun torchrun, one per node; "srun": one task per rank
+
+
+def add_arguments(parser) -> None:
+    """compare run's scheduler options."""
+    group = parser.add_argument_group("scheduler")
+    group.add_argument("--scheduler", choices=["local", "slurm"], default="local",
+                       help="local: start the launchers here; slurm: every launch a Slurm job (sbatch), its batch "
+                            "script kept in the run directory (docs/slurm.md)")
+    group.add_argument("--partition", default=None, help="slurm: the partition (default: the cluster's)")
+    group.add_argument("--nodes", type=int, default=1,
+                       help="slurm: nodes per job (at most one per rank; the ranks spread evenly)")
+    group.add_argument("--time", type=int, default=None, metavar="MINUTES",
+                       help="slurm: each job's time limit (default: --timeout, rounded up to minutes)")
+    group.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                       help="slurm: passed to sbatch as it is (repeat it: --sbatch-arg=--account=ml)")
+    group.add_argument("--slurm-horovod", choices=HOROVOD_FORMS, default="srun",
+                       help="slurm: Horovod's ranks started by srun --mpi=pmix, or by mpirun inside the allocation")
+    group.add_argument("--slurm-ddp", choices=DDP_FORMS, default="torchrun",
+                       help="slurm: DDP through srun torchrun (one per node), or one srun task per rank")
+
+
+def launch_maker(ns):
+    """A function with compare.launch's build_launch signature that makes Slurm jobs instead. Checks the
+    options first; a Slurm job needs no network namespace (Slurm places the ranks), so none is used."""
+    if unavailable():
+        raise UsageError(f"--scheduler slurm: {unavailable()}")
+    settings = settings_from_namespace(ns)
+    ns.private_network = False
+    timeout_s = getattr(ns, "timeout", 600)
+
+    def make(framework: str, world_size: int, options: Options, run_root: Path, *,
+             extra_env: dict[str, str] | None = None, **_local_only) -> SlurmLaunch:
+        return build_launch(framework, world_size, options, run_root, settings, extra_env=extra_env,
+                            timeout_s=timeout_s)
+
+    return make
+
+
+def is_slurm(launch) -> bool:
+    return isinstance(launch, SlurmLaunch)
+
+
+def settings_from_namespace(ns) -> SlurmSettings:
+    nodes = getattr(ns, "nodes", 1)
+    if nodes < 1:
+        raise UsageError(f"--nodes must be positive, got {nodes}")
+    time_min = getattr(ns, "time", None)
+    if time_min is not None and time_min < 1:
+        raise UsageError(f"--time is in minutes and must be at least 1, got {time_min}")
+    return SlurmSettings(nodes=nodes, partition=getattr(ns, "partition", None), time_min=time_min,
+                         sbatch_args=tuple(getattr(ns, "sbatch_arg", None) or ()),
+                         horovod_form=getattr(ns, "slurm_horovod", "srun"),
+                         ddp_form=getattr(ns, "slurm_ddp", "torchrun"))
+
+
+def unavailable() -> str | None:
+    """Why Slurm jobs cannot be submitted from here, or None."""
+    missing = [name for name in ("sbatch", "squeue", "scontrol", "scancel", "srun") if shutil.which(name) is None]
+    return f"Slurm's {', '.join(missing)} not found on PATH" if missing else None
+
+
+@dataclass(frozen=True)
+class SlurmLaunch:
+    """One Slurm job: a framework at a world size, every seed in turn. Has the attributes of a local Launch."""
+
+    framework: str
+    world_size: int
+    seeds: tuple[int, ...]
+    script: str  # the batch script's text, written to run_root/job.sbatch when the job is submitted
+    env: dict[str, str]  # already exported by the script; kept for the report
+    run_root: Path
+    log_path: Path
+    settings: SlurmSettings
+    nodes: int
+    command: list[str] = field(default_factory=list)  # the sbatch command line
+
+    @property
+    def label(self) -> str:
+        return f"{self.framework} np{self.world_size}"
+
+    @property
+    def script_path(self) -> Path:
+        return self.run_root / SCRIPT_NAME
+
+    def shell_line(self) -> str:
+        return shlex.join(self.command)
+
+
+def nodes_for(world_size: int, settings: SlurmSettings) -> int:
+    """As many nodes as asked for, but no more than ranks; the ranks spread evenly."""
+    nodes = min(settings.nodes, world_size)
+    if world_size % nodes:
+        raise UsageError(f"np {world_size} does not spread evenly over {nodes} nodes (--nodes {settings.nodes})")
+    return nodes
+
+
+def build_launch(framework: str, world_size: int, options: Options, run_root: Path, settings: SlurmSettings, *,
+                 extra_env: dict[str, str] | None = None, timeout_s: float = 600,
+                 root: Path | None = None) -> SlurmLaunch:
+    run_root = run_root.resolve()
+    nodes = nodes_for(world_size, settings)
+    threads = str(options.threads)
+    # srun sets no OMP_NUM_THREADS, torchrun sets 1, mpirun nothing: give every side the same count.
+    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    time_min = settings.time_min or max(1, math.ceil(timeout_s / 60))
+    script = batch_script(framework, world_size, nodes, options, run_root, settings, env, time_min,
+                          root=root or Path.cwd())
+    command = ["sbatch", "--parsable", *settings.sbatch_args, str(run_root / SCRIPT_NAME)]
+    return SlurmLaunch(framework, world_size, options.seeds, script, env, run_root, run_root / "launch.log",
+                       settings, nodes, command)
+
+
+def _wrapped(words: list[str], indent: str = "    ", width: int = 100) -> list[str]:
+    """Shell words over several lines, each ending in a backslash but the last: a script one can read."""
+    units: list[str] = []  # an option and its value stay on one line
+    for word in map(shlex.quote, words):
+        if units and units[-1].startswith("--") and " " not in units[-1] and not word.startswith("--"):
+            units[-1] += f" {word}"
+        else:
+            units.append(word)
+    lines, current = [], ""
+    for unit in units:
+        if current and len(indent) + len(current) + 1 + len(unit) > width:
+            lines.append(f"{indent}{current} \\")
+            current = unit
+        else:
+            current = f"{current} {unit}".strip()
+    lines.append(f"{indent}{current}")
+    return lines
+
+
+def _first_node_lines() -> list[str]:
+    return [
+        "# The first node hosts the rendezvous. Its address from Slurm's own table: a node's name need not",
+        "# resolve (NodeAddr is what slurmd is reached at).",
+        'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        'head_addr=$(scontrol show node "$head_node" | sed -n \'s/.*NodeAddr=\\([^ ]*\\).*/\\1/p\')',
+        "rdzv_port=$((20000 + SLURM_JOB_ID % 20000))  # one port per job, the same on every node",
+    ]
+
+
+def batch_script(framework: str, world_size: int, nodes: int, options: Options, run_root: Path,
+                 settings: SlurmSettings, env: dict[str, str], time_min: int, *, root: Path) -> str:
+    """The text of the batch script for one launch."""
+    per_node = world_size // nodes
+    threads = options.threads
+    argv = _wrapped(to_argv(options, out=run_root, seeds=options.seeds))
+    python = sys.executable
+    bin_dir = str(Path(python).parent)
+    if framework == "horovod":
+        form = settings.horovod_form
+        tasks_per_node, cpus_per_task = per_node, threads
+        if form == "srun":
+            how = "Horovod, every rank a Slurm task: srun --mpi=pmix (Open MPI takes its ranks from PMIx)"
+            body = ["srun --mpi=pmix --kill-on-bad-exit=1 python -m hvd_impl \\", *argv]
+        else:
+            how = "Horovod under mpirun inside the allocation (Open MPI starts one orted per node through srun)"
+            root_flag = " --allow-run-as-root" if os.geteuid() == 0 else ""
+            body = [f'mpirun{root_flag} --bind-to none -np "$SLURM_NTASKS" python -m hvd_impl \\', *argv]
+    elif framework == "ddp":
+        form = settings.ddp_form
+        if form == "torchrun":
+            how = "DDP: srun starts one torchrun per node; c10d rendezvous on the first node"
+            tasks_per_node, cpus_per_task = 1, per_node * threads
+            body = [*_first_node_lines(),
+                    "# is_host: the first node hosts the rendezvous store (torchrun would look for the address",
+                    "# among its own host name's, which need not hold it).",
+                    "srun --kill-on-bad-exit=1 bash -c 'exec torchrun --rdzv-conf is_host=$((SLURM_NODEID == 0)) "
+                    "\"$@\"' torchrun \\",
+                    f'    --nnodes "$SLURM_JOB_NUM_NODES" --nproc-per-node {per_node} --rdzv-backend c10d \\',
+                    '    --rdzv-endpoint "$head_addr:$rdzv_port" --rdzv-id "$SLURM_JOB_ID" \\',
+                    "    -m native_impl \\", *argv]
+        else:
+            how = "DDP, every rank a Slurm task: torch's variables from Slurm's"
+            tasks_per_node, cpus_per_task = per_node, threads
+            body = [*_first_node_lines(),
+                    'export MASTER_ADDR="$head_addr" MASTER_PORT="$rdzv_port"',
+                    "srun --kill-on-bad-exit=1 bash -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS "
+                    "LOCAL_RANK=$SLURM_LOCALID \\",
+                    "    LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE exec \"$@\"' task \\",
+                    "    python -m native_impl \\", *argv]
+    elif framework == "reference":
+        how = "the single-process reference on the same global batches"
+        tasks_per_node, cpus_per_task, nodes = 1, threads, 1
+        body = [f"srun python -m workload.reference --emulate-world-size {world_size} \\", *argv]
+    else:
+        raise ValueError(f"unknown framework {framework!r}")
+    header = [
+        "#!/bin/bash",
+        f"# hvd-compare: {framework} at np {world_size} on {nodes} node{'s' if nodes > 1 else ''}.",
+        f"# {how}.",
+        "# Written by `python -m compare run --scheduler slurm`; to submit it again by hand:",
+        f"#   sbatch {run_root / SCRIPT_NAME}",
+        f"#SBATCH --job-name=hvdc-{framework}-np{world_size}",
+        f"#SBATCH --nodes={nodes}",
+        f"#SBATCH --ntasks-per-node={tasks_per_node}",
+        f"#SBATCH --cpus-per-task={cpus_per_task}",
+        f"#SBATCH --time={time_min}",
+        f"#SBATCH --output={run_root / 'launch.log'}",
+        f"#SBATCH --chdir={root}",
+    ]
+    if settings.partition:
+        header.append(f"#SBATCH --partition={settings.partition}")
+    exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(env.items()))
+    return "\n".join([
+        *header,
+        "",
+        "set -euo pipefail",
+        "# The same torch thread count on both sides (srun sets no OMP_NUM_THREADS, torchrun would set 1).",
+        f"export {exports}",
+        f"export PATH={shlex.quote(bin_dir)}:\"$PATH\"  # the project's Python, torchrun and mpirun's python",
+        'echo "slurm job $SLURM_JOB_ID on $SLURM_JOB_NODELIST"',
+        "set -x",
+        *body,
+        "",
+    ])
+
+
+def _slurm(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def submit(launch: SlurmLaunch) -> str:
+    """Write the batch script into the run directory and submit it; the job id."""
+    launch.run_root.mkdir(parents=True, exist_ok=True)
+    launch.script_path.write_text(launch.script)
+    launch.script_path.chmod(0o755)
+    result = _slurm(*launch.command)
+    if result.returncode != 0:
+        raise RuntimeError(f"sbatch failed (exit {result.returncode}): {result.stderr.strip()}")
+    return result.stdout.strip().split(";")[0]
+
+
+def in_queue(job_id: str) -> str | None:
+    """The job's state while squeue lists it (PENDING, RUNNING, COMPLETING...), None once it is gone."""
+    try:
+        result = _slurm("squeue", "-h", "-j", job_id, "-o", "%T")
+    except subprocess.TimeoutExpired:
+        return "UNKNOWN"  # slurmctld busy: ask again at the next poll
+    if result.returncode != 0:
+        # A job that ended long ago is "Invalid job id"; any other error is the controller's: ask again.
+        return None if "Invalid job id" in result.stderr else "UNKNOWN"
+    return result.stdout.strip() or None
+
+
+def job_info(job_id: str) -> dict[str, str]:
+    """JobState, ExitCode, NodeList and the rest of `scontrol show job` (kept MinJobAge seconds), else the
+    job completion file (JobCompType=jobcomp/filetxt)."""
+    out = _slurm("scontrol", "-o", "show", "job", job_id).stdout
+    if "JobState=" not in out:
+        out = _from_jobcomp(job_id)
+    return dict(re.findall(r"(\w+)=(\S*)", out))
+
+
+def _from_jobcomp(job_id: str) -> str:
+    config = dict(re.findall(r"^(\w+)\s*=\s*(.*?)\s*$", _slurm("scontrol", "show", "config").stdout, re.M))
+    if config.get("JobCompType") != "jobcomp/filetxt" or not config.get("JobCompLoc"):
+        return ""
+    try:
+        lines = Path(config["JobCompLoc"]).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line for line in reversed(lines) if line.startswith(f"JobId={job_id} ")), "")
+
+
+def cancel(job_id: str, wait_s: float = 60) -> None:
+    """scancel, then wait until the queue no longer lists the job (its processes are gone by then)."""
+    _slurm("scancel", job_id)
+    deadline = time.monotonic() + wait_s
+    while in_queue(job_id) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def _launch_api() -> dict:
+    """The local launch's outcome and log reading (imported here: compare.launch is being restructured)."""
+    try:
+        from compare.launch.logs import failing_rank, log_excerpt
+        from compare.launch.process import Outcome
+    except ImportError:
+        from compare.launch import Outcome, failing_rank, log_excerpt  # type: ignore[no-redef]
+    return {"Outcome": Outcome, "failing_rank": failing_rank, "log_excerpt": log_excerpt}
+
+
+@functools.cache
+def _outcome_class() -> type:
+    """The local launch's Outcome, whose one-line description also names the Slurm job."""
+    base = _launch_api()["Outcome"]
+
+    class SlurmOutcome(base):  # type: ignore[misc, valid-type]
+        job = ""  # "slurm job 12 on n[1-2]", and how it ended when not COMPLETED
+
+        def describe(self) -> str:
+            return f"{super().describe()} ({self.job})" if self.job else super().describe()
+
+    return SlurmOutcome
+
+
+_SRUN_TASK_EXIT = re.compile(r"srun: error: \S+: tasks? (\d+)(?:-\d+)?: Exited with exit code [1-9]")
+
+
+def failing_rank(log: str, launch: SlurmLaunch) -> int | None:
+    """srun's own line names the task that exited first; a task is a rank except under torchrun (a node)."""
+    launcher_failing_rank = _launch_api()["failing_rank"]
+    tasks_are_ranks = (launch.framework == "horovod" and launch.settings.horovod_form == "srun") or (
+        launch.framework == "ddp" and launch.settings.ddp_form == "srun")
+    ranked = launcher_failing_rank(log)
+    if ranked is not None:
+        return ranked
+    match = _SRUN_TASK_EXIT.search(log)
+    return int(match.group(1)) if match and tasks_are_ranks else None
+
+
+def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None] | None = None,
+               poll_s: float = 0.5):
+    """Submit, watch until the job leaves the queue, cancel it on a timeout or Ctrl-C; an Outcome."""
+    Outcome, log_excerpt = _outcome_class(), _launch_api()["log_excerpt"]
+    started = time.monotonic()
+    try:
+        job_id = submit(launch)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        outcome = Outcome(launch, 1, time.monotonic() - started)  # type: ignore[arg-type]
+        outcome.log_tail = str(exc)
+        return outcome
+    timed_out = False
+    try:
+        while in_queue(job_id) is not None:
+            if time.monotonic() - started > timeout_s:
+                timed_out = True
+                cancel(job_id)
+                break
+            if on_poll:
+                on_poll()
+            time.sleep(poll_s)
+    except BaseException:  # Ctrl-C included: nothing of this job outlives the comparison
+        cancel(job_id)
+        raise
+    duration = time.monotonic() - started
+    if on_poll:
+        on_poll()
+    info = job_info(job_id)
+    state = info.get("JobState", "UNKNOWN")
+    status, _, signal_number = info.get("ExitCode", "").partition(":")
+    returncode = int(status) if status.isdigit() else None
+    if signal_number.isdigit() and int(signal_number):
+        returncode = -int(signal_number)
+    if state != "COMPLETED" and not returncode:
+        returncode = 1  # cancelled or out of time: a failure, whatever the batch script's own status
+    slurm_timeout = state == "TIMEOUT"
+    outcome = Outcome(launch, returncode, duration, timed_out or slurm_timeout)  # type: ignore[arg-type]
+    nodes = info.get("NodeList", "")
+    reason = (f"over its time limit of {info.get('TimeLimit', '?')}" if slurm_timeout else
+              f"cancelled after the {timeout_s:.0f} s timeout" if timed_out else state.lower())
+    outcome.notes.append(f"slurm job {job_id} on {nodes}: {state} ({reason}), exit code {info.get('ExitCode', '?')}")
+    outcome.job = f"slurm job {job_id} on {nodes}" + ("" if state == "COMPLETED" else f": {state}, {reason}")
+    write_json_atomic(launch.run_root / JOB_RECORD, {
+        "scheduler": "slurm", "job_id": job_id, "state": state, "exit_code": info.get("ExitCode"),
+        "nodes": nodes, "num_nodes": launch.nodes, "partition": info.get("Partition"),
+        "time_limit": info.get("TimeLimit"), "script": str(launch.script_path), "submit": launch.shell_line(),
+        "timed_out": outcome.timed_out, "duration_s": round(duration, 2)})
+    if not outcome.ok:
+        log_text = launch.log_path.read_text(errors="replace") if launch.log_path.exists() else ""
+        outcome.failing_rank = failing_rank(log_text, launch)
+        outcome.log_tail = "\n".join([outcome.notes[-1], log_excerpt(launch.log_path)])
+    return outcome
