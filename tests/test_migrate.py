@@ -43,7 +43,7 @@ MUST_CONTAIN = {
                           "dist.broadcast_object_list(optimizer_state, src=0)\n"
                           "optimizer.load_state_dict(optimizer_state[0])",
                           '{"model": model.module.state_dict()'],
-    "uneven_join": ["    with Join([model]):\n        for batch_idx, (data, target) in enumerate(loader):",
+    "uneven_join": ["    with Join([model]):\n        for data, target in loader:",
                     "from torch.distributed.algorithms.join import Join"],
     "sync_batchnorm": ["self.bn = torch.nn.SyncBatchNorm(8, momentum=0.1)  # Horovod: statistics over all ranks"],
     "horovod_run": ["ranks = run_spawned(train, args=(args.lr, args.epochs, args.seed, run_dir), np=args.np)",
@@ -88,7 +88,7 @@ def test_report_lines_point_at_the_code():
         if change.line:
             assert change.before.split("(")[0].split(".")[-1] in " ".join(source[change.line - 1:change.line + 2]) \
                 or change.before.startswith("(")
-        if change.line and change.new_line and change.after and not change.after.startswith(("(", "the same")):
+        if change.line and change.new_line and change.after and not change.after.startswith("("):
             head = change.after.split("  #")[0].split("; ")[-1].split("(")[0]
             assert head in new[change.new_line - 1], (change, new[change.new_line - 1])
     wrap = next(c for c in migration.changes if c.after == "model = DDP(model)")
@@ -113,7 +113,7 @@ def test_needs_a_person_is_flagged_with_lines_and_exit_4(name, tmp_path, capsys)
     assert {flag.category for flag in migration.flags} == FLAGGED[name]
     for flag in migration.flags:
         assert f"line {flag.line}" in report
-        assert flag.code.split("(")[0] in source[flag.line - 1] or flag.code in source[flag.line - 1]
+        assert "hvd." in source[flag.line - 1] or ".commit()" in source[flag.line - 1], flag  # the use itself
     stderr = capsys.readouterr().err
     assert "needs a person" in stderr
     assert compare_main(["migrate", str(script), "-o", str(out), "--force", "--allow-partial"]) == 0
@@ -139,24 +139,34 @@ def test_flag_lines_name_the_horovod_uses():
     (b"import horovod.torch as hvd\ndef f(:\n", ".py", "not valid Python"),
     (b"import torch\nprint(torch.ones(2))\n", ".py", "no Horovod use"),
 ])
-def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, content, suffix, message):
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, content, suffix, message, capsys):
     script = tmp_path / f"train{suffix}"
     script.write_bytes(content)
-    result = run([sys.executable, "-m", "compare", "migrate", str(script)])
-    assert result.returncode == 2, result.stderr
-    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert compare_main(["migrate", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [script.name]
 
 
-def test_existing_output_is_refused_without_force(tmp_path):
+def test_bad_input_from_the_command_line_has_no_traceback(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import horovod.torch as hvd\nhvd.init(\n")
+    result = run([sys.executable, "-m", "compare", "migrate", str(script)])
+    assert result.returncode == 2 and "not valid Python" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_existing_output_is_refused_without_force(tmp_path, capsys):
     out = tmp_path / "plain_ddp.py"
     out.write_text("keep me\n")
-    result = run([sys.executable, "-m", "compare", "migrate", str(CORPUS / "plain.py"), "-o", str(out)])
-    assert result.returncode == 2 and "--force" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert compare_main(["migrate", str(CORPUS / "plain.py"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--force" in err and len(err.strip().splitlines()) == 1
     assert out.read_text() == "keep me\n"
     assert not out.with_suffix(".migration.md").exists()
-    ok(run([sys.executable, "-m", "compare", "migrate", str(CORPUS / "plain.py"), "-o", str(out), "--force"]))
+    assert compare_main(["migrate", str(CORPUS / "plain.py"), "-o", str(out), "--force"]) == 0
     assert "dist.init_process_group()" in out.read_text()
+    assert "| 52 | - | `hvd.broadcast_parameters(" in out.with_suffix(".migration.md").read_text()
 
 
 def test_launch_line_per_node():

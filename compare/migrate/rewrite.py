@@ -767,8 +767,8 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
                 attr=m.Name("save"))))), ("printing", m.findall(original.body, m.Call(func=m.Name("print")))))
                 if found]
             if what:
-                self.note(original, f"the same block on dist.get_rank() ({' and '.join(what)} on one rank)",
-                          notes.RANK_GUARD)
+                test = cst.Module([]).code_for_node(updated.test)
+                self.note(original, f"if {test}:  # {' and '.join(what)} on one rank", notes.RANK_GUARD)
         return updated
 
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.BaseStatement:

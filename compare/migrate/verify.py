@@ -96,7 +96,7 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
             return 3
         if not (dirs[name] / "run.json").exists():
-            if loss_regex is None and "recorder" not in original.read_text(errors="replace"):
+            if loss_regex is None and "import recorder" not in original.read_text(errors="replace"):
                 loss_regex = DEFAULT_LOSS_REGEX
             if loss_regex is None:
                 print(f"verify: the {name} run wrote no run record in {dirs[name]} (does the script take its "
