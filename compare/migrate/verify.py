@@ -53,7 +53,9 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tu
         output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         code, output = 124, output + f"\n(timed out after {timeout:.0f} s)"
     (run_dir / "launch.log").write_text(f"$ {' '.join(command)}\n{output}")
-    print(f"  {name}: exit {code} in {time.monotonic() - started:.1f} s ({run_dir}/launch.log)", flush=True)
+    log = run_dir / "launch.log"
+    shown = log.relative_to(Path.cwd()) if log.is_relative_to(Path.cwd()) else log
+    print(f"  {name}: exit {code} in {time.monotonic() - started:.1f} s ({shown})", flush=True)
     return code, output
 
 
