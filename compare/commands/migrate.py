@@ -5,9 +5,9 @@ flag what has no equivalent, and (--verify) prove the result trains the same.
     python -m compare migrate train.py --verify -- --epochs 2
     python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"
 
-Exit status: 0 migrated (and, with --verify, parity holds); 2 bad input; 4 written, but some Horovod uses
+Exit status: 0 migrated (and, with --verify, parity holds); 2 bad input; 6 written, but some Horovod uses
 need a person (see the report; --allow-partial exits 0); with --verify, `compare check`'s status
-(1 parity fails, 3 a run failed).
+(1 parity fails, 3 a run failed, 4 undecided, 5 not the same job).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from workload.files import write_atomic
 from workload.options import UsageError
 
-EXIT_NEEDS_A_PERSON = 4
+EXIT_NEEDS_A_PERSON = 6  # compare check uses 0-5
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
