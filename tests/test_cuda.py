@@ -3,7 +3,11 @@ GradScaler, SyncBatchNorm, fp16 gradient compression, and the single-process ref
 
 Runs only where torch sees a CUDA device (scripts/gpu-check.sh runs the same checks, and builds Horovod with NCCL
 first, on a GPU machine); the Horovod half also needs a Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL).
-One GPU holds one rank per framework: NCCL refuses two ranks on one device.
+One GPU holds one rank per framework: NCCL refuses two ranks on one device. At that size Horovod's
+DistributedOptimizer sends no gradients (it registers its hooks only when size > 1), while DDP still allreduces
+over NCCL. The resnet workload is not reproducible run to run on the GPU (cuDNN convolution and pooling backward
+kernels): measured on an H200, the same DDP command twice differed by 1.1e-2 within 20 steps, so the sync-bn runs
+are judged against a band calibrated by a repeated DDP run, as `compare check --calibration` does.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import pytest
 import torch
 from helpers import horovodrun, ok, read_losses, read_meta, read_steps, reference, run, torchrun
 
-from compare.analysis.parity import stepwise
+from compare.analysis.parity import by_step, calibrated_band, stepwise
 
 pytestmark = [
     pytest.mark.slow,
@@ -30,6 +34,7 @@ CONFIGS = {
 }
 # The reference has no gradient compression: the fp16 runs are held to parity between the frameworks only.
 WITH_REFERENCE = ("plain", "amp", "sync-bn")
+NONDETERMINISTIC = ("sync-bn",)  # judged against a repeated DDP run of the same command
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +54,8 @@ def runs(tmp_path_factory) -> dict:
         ok(torchrun(1, *JOB, *args, "--out", str(root / f"ddp-{name}")))
         if name in WITH_REFERENCE:
             ok(reference(1, *JOB, *args, "--out", str(root / f"ref-{name}")))
+        if name in NONDETERMINISTIC:
+            ok(torchrun(1, *JOB, *args, "--out", str(root / f"ddp-{name}-again")))
     return root
 
 
@@ -80,9 +87,18 @@ def test_horovod_trains_on_cuda_over_nccl(horovod_runs, name):
     _check_cuda_record(horovod_runs / f"hvd-{name}", "horovod", "nccl")
 
 
+def _parity(runs, name: str, a: str, b: str):
+    """The default band where the GPU computes reproducibly; else the band of a repeated DDP run, from step 2."""
+    band = None
+    if name in NONDETERMINISTIC:
+        band = calibrated_band(by_step(read_losses(runs / f"ddp-{name}")),
+                               by_step(read_losses(runs / f"ddp-{name}-again")), k=1)
+    return stepwise(read_losses(runs / f"{a}-{name}"), read_losses(runs / f"{b}-{name}"), band=band)
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_horovod_and_ddp_agree_on_cuda(horovod_runs, name):
-    result = stepwise(read_losses(horovod_runs / f"hvd-{name}"), read_losses(horovod_runs / f"ddp-{name}"))
+    result = _parity(horovod_runs, name, "hvd", "ddp")
     assert result.passed, f"max relative difference {result.max_rel_diff:.2e} at step {result.max_at_step}"
 
 
@@ -90,7 +106,7 @@ def test_horovod_and_ddp_agree_on_cuda(horovod_runs, name):
 def test_ddp_follows_the_reference_on_cuda(runs, name):
     meta = read_meta(runs / f"ref-{name}")
     assert (meta["framework"], meta["device"]) == ("reference", "cuda:0")
-    result = stepwise(read_losses(runs / f"ddp-{name}"), read_losses(runs / f"ref-{name}"))
+    result = _parity(runs, name, "ddp", "ref")
     assert result.passed, f"max relative difference {result.max_rel_diff:.2e} at step {result.max_at_step}"
 
 
