@@ -395,7 +395,9 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         target = get_full_name_for_node(assign.targets[0].target)
         self.optimizers.add(target or "")
         self.dist_optimizer_stmt, self.dist_optimizer_call = stmt, node
-        self.model = _receiver(keywords.get("named_parameters"), "named_parameters") or self.model
+        inner = _arg(node, 0, "optimizer")
+        self.model = (_receiver(keywords.get("named_parameters"), "named_parameters") or self.model
+                      or _receiver(_arg(inner, 0, "params") if isinstance(inner, cst.Call) else None, "parameters"))
         op = keywords.get("op")
         if op is not None:
             names = {self.hvd_name(a) for a in m.findall(op, m.Attribute())}
@@ -551,7 +553,7 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
             return self._allreduce(original, updated, name)
         if name in ("allgather", "broadcast", "broadcast_", "allgather_object", "broadcast_object"):
             return self._collective(original, updated, name)
-        if name == "DistributedOptimizer":
+        if name == "DistributedOptimizer" and self.model:  # (without a model it stays, flagged)
             inner = _arg(updated, 0, "optimizer")
             return inner if inner is not None else updated
         if get_full_name_for_node(original.func) in {f"{a}.run" for a in uses.horovod}:
@@ -678,7 +680,7 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
             else:
                 out = []
                 self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH)
-        elif original is uses.dist_optimizer_stmt:
+        elif original is uses.dist_optimizer_stmt and self.model:
             assign = updated.body[0]
             target = uses.module.code_for_node(assign.targets[0].target)  # type: ignore[attr-defined]
             value = cst.Module([]).code_for_node(assign.value)  # type: ignore[attr-defined]
@@ -825,6 +827,12 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
                 cst.EmptyLine(), cst.EmptyLine(),
                 cst.EmptyLine(comment=cst.Comment("# Added by `python -m compare migrate`: each helper stands "
                                                   "for the Horovod call its docstring names."))])
+            if last_import + 1 < len(body):  # two blank lines between the helpers and what follows
+                following = body[last_import + 1]
+                blank = next((i for i, line in enumerate(following.leading_lines) if line.comment), None)
+                blank = len(following.leading_lines) if blank is None else blank
+                body[last_import + 1] = following.with_changes(
+                    leading_lines=[*[cst.EmptyLine()] * max(0, 2 - blank), *following.leading_lines])
             body[last_import + 1:last_import + 1] = helpers
             self.changes.append(Change(0, "", f"helpers {', '.join(self.helpers)} added after the imports",
                                        notes.HELPERS))
