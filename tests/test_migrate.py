@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import ROOT, ok, run, tool
 
 from compare.__main__ import main as compare_main
@@ -167,6 +168,14 @@ def test_existing_output_is_refused_without_force(tmp_path, capsys):
     assert compare_main(["migrate", str(CORPUS / "plain.py"), "-o", str(out), "--force"]) == 0
     assert "dist.init_process_group()" in out.read_text()
     assert "| 52 | - | `hvd.broadcast_parameters(" in out.with_suffix(".migration.md").read_text()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="runs where there is no GPU")
+def test_sync_batchnorm_is_not_verified_on_cpu(tmp_path, capsys):
+    out = tmp_path / "sbn_ddp.py"
+    assert compare_main(["migrate", str(CORPUS / "sync_batchnorm.py"), "-o", str(out), "--verify"]) == 3
+    assert "SyncBatchNorm needs GPUs" in capsys.readouterr().err
+    assert "Runs on CPU: **no**" in out.with_suffix(".migration.md").read_text()
 
 
 def test_launch_line_per_node():

@@ -123,6 +123,14 @@ def main(ns: argparse.Namespace) -> int:
             return EXIT_NEEDS_A_PERSON
         from compare.migrate.verify import verify
 
+        if migration.has_sync_batchnorm:
+            import torch
+
+            if not torch.cuda.is_available():
+                print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's "
+                      "runs on CPU), and this machine has none", file=sys.stderr)
+                return 3
+
         verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
         return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np,
                       horovod_run=migration.uses_horovod_run, controller=ns.horovod_controller,
