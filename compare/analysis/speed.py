@@ -1,15 +1,62 @@
-"""Which framework is faster, by how much: timing per (framework, world size), scaling, the speed verdict.
+"""Which framework is faster, by how much: timing per (framework, world size), scaling, the speed verdict
+over repeated interleaved launches, what was compared, the trade-offs table and the model-size sweep.
 
-Pure: takes run records, returns JSON-serialisable dicts.
+Pure: takes run records (and the contention records beside them), returns JSON-serialisable dicts.
+
+How a speed verdict is reached (docs/benchmarks.md, "Speed verdicts"): `compare run` launches each side
+several times in rounds, in an order that cancels drift (A B, B A, A B ...). A round's ratio is the
+Horovod/DDP ratio of the two launches' median step times; the verdict takes the geometric mean over rounds
+with a t interval (a paired test over rounds). It names a winner only when the interval excludes 1, every
+round points the same way, at least MIN_ROUNDS rounds ran on a machine that was free, and no launch was
+oversubscribed; rounds during which other processes competed for the cores are left out and named.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+
+from compare.analysis.contention import describe, judge, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
-from compare.analysis.timing import breakdown, pooled_times, scaling_efficiency, speed_ratio, step_stats, throughput
+from compare.analysis.timing import (
+    breakdown,
+    launch_median,
+    pooled_times,
+    rounds_ratio,
+    scaling_efficiency,
+    step_stats,
+    throughput,
+)
+from compare.names import FRAMEWORKS, display
 
 Group = dict[int, RunRecord]  # seed -> run
+MIN_ROUNDS = 3  # fewer rounds give a t interval too wide to say anything (t(0.975, 1 df) = 12.7)
+BACKEND_NAMES = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL", "none": "no communication"}
+YIELD_SETTING = "OMPI_MCA_mpi_yield_when_idle=1"
+
+
+def round_of(run: RunRecord) -> int:
+    """Which repeated launch a run belongs to (run.json options.round; 1 for records without it)."""
+    value = (run.meta.get("options") or {}).get("round")
+    try:
+        return int(value) if value else 1
+    except (TypeError, ValueError):
+        return 1
+
+
+def is_calibration(run: RunRecord) -> bool:
+    """A calibration run of the parity judge (initial weights nudged by an ulp): not one of the timed launches."""
+    return bool((run.meta.get("options") or {}).get("perturb_init_ulps"))
+
+
+def timed(run: RunRecord) -> bool:
+    """A Horovod or DDP run of the comparison that ended well."""
+    return run.ok and run.framework in FRAMEWORKS and not is_calibration(run)
 
 
 def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> dict:
@@ -28,35 +75,150 @@ def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> 
     }
 
 
-def speed_sentence(world_size: int, ratio: dict) -> str:
-    """How DDP's speed compares with Horovod's, from the Horovod/DDP step-time ratio and its CI."""
-    r, low, high = ratio["step_time_ratio"], ratio["ci_low"], ratio["ci_high"]
-    if r is None:
-        return f"no speed comparison at np {world_size} ({ratio.get('reason')})"
-    conf = f"{ratio['confidence']:.0%} CI"
-    if low is None:
-        ci = inverse_ci = ""
-    else:
-        ci = f" ({conf} {low:.2f}-{high:.2f})"
-        inverse_ci = f" ({conf} {1 / high:.2f}-{1 / low:.2f})"
-    if low is not None and low <= 1 <= high:
-        return (
-            f"Horovod and DDP are equally fast within noise at np {world_size} "
-            f"(Horovod/DDP step-time ratio {r:.2f}, {conf} {low:.2f}-{high:.2f})"
-        )
-    if r >= 1:
-        return f"DDP is {r:.2f}x faster than Horovod at np {world_size}{ci}"
-    return f"Horovod is {1 / r:.2f}x faster than DDP at np {world_size}{inverse_ci}"
+# ---- rounds --------------------------------------------------------------------------------------------
+
+def launches(runs: Iterable[RunRecord], world_size: int) -> dict[int, dict[str, list[RunRecord]]]:
+    """round -> framework -> the runs of that launch (Horovod and DDP runs that ended well, this world size)."""
+    found: dict[int, dict[str, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if timed(run) and run.world_size == world_size:
+            found[round_of(run)][run.framework].append(run)
+    return {r: dict(by_framework) for r, by_framework in sorted(found.items())}
 
 
-def compare_speed(world_size: int, present: dict[str, Group], warmup: int) -> dict | None:
-    """The Horovod/DDP step-time ratio at one world size, with its interval and a sentence."""
-    if "horovod" not in present or "ddp" not in present:
+def speed_rounds(runs: Iterable[RunRecord], world_size: int, warmup: int) -> list[dict]:
+    """Each round with both sides: the two launches' median step times over the seeds every round ran,
+    their ratio, the order they ran in and the contention each met."""
+    complete = {r: sides for r, sides in launches(runs, world_size).items() if set(FRAMEWORKS) <= set(sides)}
+    seed_sets = [{run.seed for run in group} for sides in complete.values() for group in sides.values()]
+    common = set.intersection(*seed_sets) if seed_sets else set()
+    rows = []
+    for number, sides in complete.items():
+        row: dict = {"round": number, "seeds": sorted(common), "contention": {}, "started": {}}
+        for framework in FRAMEWORKS:
+            chosen = [run for run in sides[framework] if run.seed in common]
+            row[f"{framework}_median_s"] = launch_median(chosen, warmup)
+            record = launch_contention(sides[framework][0])
+            row["contention"][framework] = {**judge(record), "record": record}
+            row["started"][framework] = (record or {}).get("started_unix") or sides[framework][0].meta.get(
+                "start_time")
+        a, b = row["horovod_median_s"], row["ddp_median_s"]
+        row["ratio"] = a / b if a and b else None
+        starts = row["started"]
+        row["order"] = sorted(FRAMEWORKS, key=lambda f: str(starts[f])) if all(starts.values()) else None
+        rows.append(row)
+    return [row for row in rows if row["ratio"] is not None]
+
+
+def _who(framework: str, number: int, n_rounds: int) -> str:
+    return f"the {display(framework)} launch" + (f" of round {number}" if n_rounds > 1 else "")
+
+
+def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confidence: float = CONFIDENCE
+                  ) -> dict | None:
+    """The Horovod/DDP step-time ratio at one world size from the rounds, its interval and the verdict:
+    status "faster" (winner named), "no clear difference", "withheld" (contention, oversubscription) or
+    "too few rounds"."""
+    rounds = speed_rounds(runs, world_size, warmup)
+    if not rounds:
         return None
-    speed = speed_ratio(pooled_times(present["horovod"].values(), warmup),
-                        pooled_times(present["ddp"].values(), warmup), confidence=CONFIDENCE)
-    speed.update(a="horovod", b="ddp", sentence=speed_sentence(world_size, speed))
-    return speed
+    n = len(rounds)
+    troubles = [(row["round"], f, j) for row in rounds for f, j in row["contention"].items()
+                if j["contended"] or j["oversubscribed"]]
+    oversubscribed = [t for t in troubles if t[2]["oversubscribed"]]
+    contended_rounds = {number for number, _, judged in troubles if judged["contended"]}
+    clean = [row for row in rounds if row["round"] not in contended_rounds]
+    every = rounds_ratio([row["ratio"] for row in rounds], confidence)
+    kept = rounds_ratio([row["ratio"] for row in clean], confidence)
+    result = {
+        "a": "horovod", "b": "ddp", "world_size": world_size, "confidence": confidence,
+        "rounds": rounds, "n_rounds": n, "rounds_used": [row["round"] for row in clean],
+        "step_time_ratio": kept["ratio"] if clean else every["ratio"],
+        "ci_low": kept["ci_low"], "ci_high": kept["ci_high"], "half_width": kept["half_width"],
+        "consistent": kept["consistent"], "method": kept["method"], "all_rounds": every,
+        "left_out": [{"round": number, "framework": f, "why": describe(j, _who(f, number, n))}
+                     for number, f, j in troubles if j["contended"]],
+        "status": None, "winner": None,
+    }
+    ratio = result["step_time_ratio"]
+    if oversubscribed:
+        number, framework, judged = oversubscribed[0]
+        result["status"] = "withheld"
+        result["sentence"] = f"no reliable speed verdict at np {world_size}: {describe(judged, '')}"
+        return result
+    if len(clean) < MIN_ROUNDS and troubles:
+        # The busiest contended launch is the one to name.
+        number, framework, judged = max(troubles, key=lambda t: t[2].get("others_cores") or 0)
+        result["status"] = "withheld"
+        count = f" ({len(contended_rounds)} of {n} rounds contended)" if n > 1 else ""
+        result["sentence"] = (f"no reliable speed verdict at np {world_size}: "
+                              f"{describe(judged, _who(framework, number, n))}{count}")
+        return result
+    if len(clean) < MIN_ROUNDS:
+        result["status"] = "too few rounds"
+        result["sentence"] = (f"no speed verdict at np {world_size}: {len(clean)} round{'s' * (len(clean) != 1)} "
+                              f"of launches, a verdict needs {MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); "
+                              f"Horovod/DDP step-time ratio {ratio:.2f}")
+        return result
+    conf = f"{confidence:.0%} CI"
+    low, high = kept["ci_low"], kept["ci_high"]
+    over = f"{len(clean)} rounds"
+    if low <= 1 <= high or not kept["consistent"]:
+        result["status"] = "no clear difference"
+        why = "" if low <= 1 <= high else ", rounds disagree in direction"
+        sentence = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
+                    f"({conf} {low:.2f}-{high:.2f} over {over}{why})")
+    elif ratio >= 1:
+        result.update(status="faster", winner="ddp")
+        sentence = f"DDP is {ratio:.2f}x faster than Horovod at np {world_size} ({conf} {low:.2f}-{high:.2f}, {over})"
+    else:
+        result.update(status="faster", winner="horovod")
+        sentence = (f"Horovod is {1 / ratio:.2f}x faster than DDP at np {world_size} "
+                    f"({conf} {1 / high:.2f}-{1 / low:.2f}, {over})")
+    if result["left_out"]:
+        sentence += "; left out: " + "; ".join(entry["why"] for entry in result["left_out"])
+    result["sentence"] = sentence
+    return result
+
+
+def speed_verdict(levels: list[dict]) -> str:
+    speeds = [level["speed"]["sentence"] for level in levels if level.get("speed")]
+    return "; ".join(speeds) if speeds else "no world size has both Horovod and DDP runs to compare speed"
+
+
+# ---- what was compared ---------------------------------------------------------------------------------
+
+def compared(world_size: int, runs: Iterable[RunRecord], speed: dict | None) -> dict:
+    """The configurations behind a level's numbers: communication backends, launchers, threads, cores;
+    and, when Horovod runs on MPI with ranks that lack a free core, Open MPI's busy-polling named."""
+    first: dict[str, RunRecord] = {}
+    for run in sorted(runs, key=lambda r: (round_of(r), r.seed)):
+        if timed(run) and run.world_size == world_size:
+            first.setdefault(run.framework, run)
+    sides = {f: {"backend": first[f].meta.get("backend"), "launcher": first[f].meta.get("launcher"),
+                 "threads": first[f].meta.get("threads")} for f in FRAMEWORKS if f in first}
+    judged = [j for row in (speed or {}).get("rounds", []) for j in row["contention"].values() if j["measured"]]
+    cores = judged[0]["cores"] if judged else next(
+        (r.meta.get("host", {}).get("cpu_count") for r in first.values()), None)
+    threads = sorted({s["threads"] for s in sides.values() if s["threads"]})
+    parts = [f"{display(f)} over {BACKEND_NAMES.get(str(s['backend']), s['backend'])} ({s['launcher']})"
+             for f, s in sides.items()]
+    text = " vs ".join(parts)
+    if threads:
+        text += f", {'/'.join(map(str, threads))} thread{'s' * (threads != [1])} per rank"
+    if cores:
+        text += f", {world_size} rank{'s' * (world_size != 1)} on {cores} core{'s' * (cores != 1)}"
+    hvd_judged = [row["contention"]["horovod"] for row in (speed or {}).get("rounds", [])
+                  if row["contention"]["horovod"]["measured"]]
+    busy_poll = None
+    if sides.get("horovod", {}).get("backend") == "mpi" and world_size > 1 and (
+            any(j["lacks_free_core"] for j in hvd_judged)
+            or (not hvd_judged and cores and world_size * (threads[-1] if threads else 1) > cores)):
+        busy_poll = (f"Horovod ran on Open MPI with ranks that lacked a free core: Open MPI busy-polls while a rank "
+                     f"waits for the others, so a waiting rank burns the time slices the others need. "
+                     f"{YIELD_SETTING} (mpi_yield_when_idle) in the environment of `compare run` makes waiting "
+                     f"ranks yield; `--horovod-controller gloo` avoids MPI")
+    return {"sides": sides, "cores": cores, "text": text, "busy_poll": busy_poll}
 
 
 def add_scaling(levels: list[dict]) -> None:
@@ -70,3 +232,167 @@ def add_scaling(levels: list[dict]) -> None:
                 entry["scaling_efficiency"] = scaling_efficiency(
                     entry["throughput"], single.get(framework), level["world_size"]
                 )
+
+
+def first_round_groups(runs: Iterable[RunRecord]) -> dict[tuple[str, int], Group]:
+    """(framework, world size) -> seed -> run, round 1 only (a reference run stands for the size it emulates)."""
+    groups: dict[tuple[str, int], Group] = defaultdict(dict)
+    for run in sorted(runs, key=lambda r: str(r.path)):
+        if run.ok and round_of(run) == 1 and not is_calibration(run):
+            size = run.data_world_size if run.framework == "reference" else run.world_size
+            groups[(run.framework, size)].setdefault(run.seed, run)
+    return dict(groups)
+
+
+def add_speed(levels: list[dict], runs: list[RunRecord], warmup: int) -> None:
+    """Timing, the speed verdict and what was compared, for every level of the analysis. Timing tables
+    use the round-1 runs (every seed); the verdict uses every round."""
+    groups = first_round_groups(runs)
+    for level in levels:
+        world_size = level["world_size"]
+        present = {f: g for (f, ws), g in groups.items() if ws == world_size}
+        level["timing"] = {f: timing_entry(f, world_size, present[f], warmup)
+                           for f in (*FRAMEWORKS, "reference") if f in present}
+        level["speed"] = compare_speed(world_size, runs, warmup)
+        level["compared"] = compared(world_size, runs, level["speed"])
+    add_scaling(levels)
+
+
+# ---- the trade-offs table -------------------------------------------------------------------------------
+
+def startup_s(runs: Iterable[RunRecord]) -> float | None:
+    """Launch to the end of the first step (start-up and rendezvous included), median over the launches:
+    from the launch's start (contention.json) to step 1's wall_time in the first seed's metrics."""
+    by_launch: dict[tuple[int, str], RunRecord] = {}
+    for run in runs:
+        key = (round_of(run), str(run.path.parent if run.path.name.startswith("seed-") else run.path))
+        if key not in by_launch or run.seed < by_launch[key].seed:
+            by_launch[key] = run
+    values = []
+    for run in by_launch.values():
+        record = launch_contention(run)
+        first = next((s for s in run.steps if s.get("wall_time") is not None), None)
+        if record and first and record.get("started_unix"):
+            values.append(float(first["wall_time"]) - float(record["started_unix"]))
+    return float(np.median(values)) if values else None
+
+
+def exposed_communication_s(level_timing: dict, single_timing: dict | None) -> float | None:
+    """Time per step that communication adds where it cannot hide: backward + optimizer (the phases that
+    hold DDP's bucket allreduces and Horovod's wait for its allreduces; the slowest rank's) at this world
+    size, less the same at np 1 (same per-worker batch, no communication worth the name)."""
+    if not single_timing:
+        return None
+    here, alone = level_timing["breakdown"], single_timing["breakdown"]
+    keys = ("backward_s", "optimizer_s")
+    if not all(k in here and k in alone for k in keys):
+        return None
+    return sum(here[k] for k in keys) - sum(alone[k] for k in keys)
+
+
+def code_lines(text: str) -> int:
+    """Lines of code in a Python source: not blank, not a comment, not in a docstring."""
+    count, in_doc, quote = 0, False, ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if in_doc:
+            if quote in line:
+                in_doc = False
+            continue
+        if not line or line.startswith("#"):
+            continue
+        if line[:3] in ('"""', "'''"):
+            quote = line[:3]
+            if line.count(quote) == 1 or line == quote:
+                in_doc = True
+            continue
+        count += 1
+    return count
+
+
+def recovery(faults: dict | None) -> dict[str, dict]:
+    """Per framework, from `compare faults` results: scenarios recovered, seconds from the fault to the
+    next completed step and steps lost (medians over the scenarios that recovered)."""
+    if not faults or not isinstance(faults.get("results"), list):
+        return {}
+    found: dict[str, dict] = {}
+    for framework in FRAMEWORKS:
+        mine = [r for r in faults["results"] if isinstance(r, dict) and r.get("framework") == framework]
+        if not mine:
+            continue
+        ok = [r for r in mine if r.get("recovered")]
+        seconds = [r["seconds_to_next_step"] for r in ok if r.get("seconds_to_next_step") is not None]
+        lost = [r["steps_lost"] for r in ok if r.get("steps_lost") is not None]
+        found[framework] = {"recovered": len(ok), "scenarios": len(mine),
+                            "seconds_to_next_step": float(np.median(seconds)) if seconds else None,
+                            "steps_lost": float(np.median(lost)) if lost else None}
+    return found
+
+
+def tradeoffs(levels: list[dict], runs: list[RunRecord], *, faults: dict | None = None,
+              lines: dict[str, int] | None = None) -> list[dict]:
+    """What distribution buys and costs, measured per framework and world size: speed-up and scaling
+    efficiency against one worker, start-up, exposed communication per step, recovery, code."""
+    single = next((level["timing"] for level in levels if level["world_size"] == 1), {})
+    recovered = recovery(faults)
+    rows = []
+    for level in levels:
+        world_size = level["world_size"]
+        for framework in FRAMEWORKS:
+            entry = level["timing"].get(framework)
+            if entry is None:
+                continue
+            one = single.get(framework)
+            speedup = (entry["throughput"] / one["throughput"]
+                       if one and one["throughput"] and entry["throughput"] else None)
+            mine = [r for r in runs if timed(r) and r.framework == framework and r.world_size == world_size]
+            rows.append({
+                "framework": framework, "world_size": world_size, "speedup": speedup,
+                "scaling_efficiency": entry["scaling_efficiency"], "startup_s": startup_s(mine),
+                "exposed_comm_s": exposed_communication_s(entry, one) if world_size > 1 else None,
+                "recovery": recovered.get(framework), "code_lines": (lines or {}).get(framework),
+            })
+    return rows
+
+
+# ---- the model-size sweep -------------------------------------------------------------------------------
+
+def mlp_gradient_bytes(hidden: int, features: int = 64, classes: int = 10) -> int:
+    """float32 bytes of the mlp's gradient at this width (two hidden layers of `hidden` units)."""
+    params = features * hidden + hidden + hidden * hidden + hidden + hidden * classes + classes
+    return 4 * params
+
+
+def sweep_points(runs: list[RunRecord], warmup: int, confidence: float = CONFIDENCE) -> list[dict]:
+    """Per mlp width: the Horovod/DDP step-time ratio of each round and over rounds (as the verdict does)."""
+    widths = sorted({int((r.meta.get("options") or {}).get("hidden") or 256) for r in runs if r.ok})
+    points = []
+    for width in widths:
+        mine = [r for r in runs if int((r.meta.get("options") or {}).get("hidden") or 256) == width]
+        world_size = max((r.world_size for r in mine), default=1)
+        rounds = speed_rounds(mine, world_size, warmup)
+        ratios = [row["ratio"] for row in rounds]
+        summary = rounds_ratio(ratios, confidence)
+        points.append({"hidden": width, "gradient_bytes": mlp_gradient_bytes(width), "world_size": world_size,
+                       "round_ratios": ratios, **summary,
+                       "horovod_median_s": _median(row["horovod_median_s"] for row in rounds),
+                       "ddp_median_s": _median(row["ddp_median_s"] for row in rounds),
+                       "contended_rounds": [row["round"] for row in rounds
+                                            if any(j["contended"] for j in row["contention"].values())]})
+    return points
+
+
+def crossover(points: list[dict]) -> float | None:
+    """The gradient size (bytes) where the ratio crosses 1, interpolated on log size; None if it never does."""
+    pairs = [(p["gradient_bytes"], p["ratio"]) for p in points if p["ratio"]]
+    for (x0, r0), (x1, r1) in itertools.pairwise(pairs):
+        if (r0 - 1) * (r1 - 1) < 0:
+            l0, l1 = math.log(r0), math.log(r1)
+            t = l0 / (l0 - l1)
+            return float(math.exp(math.log(x0) + t * (math.log(x1) - math.log(x0))))
+    return None
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.median(kept)) if kept else None

@@ -113,3 +113,35 @@ def breakdown(records: Iterable[RunRecord], warmup: int) -> dict:
         phases = sum(means[k] for k in PHASE_KEYS if k in means)
         means["unaccounted_s"] = means["step_time_s"] - phases
     return means
+
+
+def launch_median(records: Iterable[RunRecord], warmup: int) -> float | None:
+    """One launch's figure: the median of its measured step times (seeds of the launch pooled)."""
+    times = pooled_times(records, warmup)
+    return float(np.median(times)) if times.size else None
+
+
+def rounds_ratio(ratios: Iterable[float], confidence: float = 0.95) -> dict:
+    """The a/b step-time ratio over rounds: the geometric mean of the rounds' ratios, with a t interval
+    on their logarithms (a paired test over rounds: each round holds one launch of each side).
+
+    A round is the unit because launches differ by a level shift that steps of one launch cannot show,
+    and consecutive steps are correlated; an interval from pooled steps is far too narrow.
+    """
+    logs = np.log(np.asarray([r for r in ratios if r and r > 0], dtype=np.float64))
+    n = int(logs.size)
+    result = {"ratio": None, "ci_low": None, "ci_high": None, "confidence": confidence, "n_rounds": n,
+              "log_sd": None, "half_width": None, "consistent": None,
+              "method": "t interval over rounds of log(median a / median b)"}
+    if n == 0:
+        return result
+    mean = float(np.mean(logs))
+    result["ratio"] = float(np.exp(mean))
+    result["consistent"] = bool(np.all(logs > 0) or np.all(logs < 0))  # every round points the same way
+    if n < 2:
+        return result
+    sd = float(np.std(logs, ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n))
+    result.update(ci_low=float(np.exp(mean - half)), ci_high=float(np.exp(mean + half)), log_sd=sd,
+                  half_width=float(np.exp(half) - 1))
+    return result

@@ -1,0 +1,130 @@
+"""compare run --sweep-model-size: how the Horovod/DDP step-time ratio moves as the gradient grows.
+
+The mlp's hidden width sets the gradient size (KB to hundreds of MB); at each width both frameworks train
+a few steps at the largest --np, in rounds whose order reverses every other round (widths up, then down;
+Horovod first, then DDP first) so that drift cancels. Where Horovod's fusion buffer and cycle and DDP's
+buckets part ways shows as the ratio crossing 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from dataclasses import replace
+
+from compare.analysis.records import find_runs, jsonable
+from compare.analysis.speed import crossover, sweep_points
+from compare.launch.commands import Launch, build_launch, private_network_available
+from compare.launch.logs import steps_done
+from compare.launch.process import run_launch
+from compare.launch.tuning import load_tuning
+from compare.names import EXIT_OK, EXIT_RUN_FAILED, FRAMEWORKS
+from compare.render.blocks import Heading, Para, Table, ms, num, render_markdown, text_table
+from compare.render.plots import plot_size_sweep
+from compare.render.progress import ProgressReporter
+from workload.files import write_atomic, write_json_atomic
+from workload.options import UsageError, check_writable, options_from_namespace, validate
+
+SWEEP_WIDTHS = (32, 256, 1024, 2048, 4096)  # gradients of 14 KB, 0.34 MB, 4.5 MB, 17 MB and 68 MB
+SWEEP_STEPS = 25
+SWEEP_ROUNDS = 2
+SWEEP_PLOT = "model_size_sweep.png"
+
+
+def sweep_launches(ns: argparse.Namespace) -> list[Launch]:
+    options = options_from_namespace(ns)
+    if options.workload != "mlp":
+        raise UsageError("--sweep-model-size sweeps the mlp workload's width: leave --workload at mlp")
+    world_size = max(ns.np)
+    if world_size < 2:
+        raise UsageError("--sweep-model-size compares communication: give --np with a size of at least 2")
+    if any(width <= 0 for width in ns.sweep_widths):
+        raise UsageError(f"--sweep-widths must be positive, got {','.join(map(str, ns.sweep_widths))}")
+    base = replace(options, seeds=(ns.seed if ns.seeds is None else ns.seeds[0],), steps=options.steps or SWEEP_STEPS)
+    validate(base)
+    tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
+    private = getattr(ns, "network", "host") != "host" and private_network_available()
+    rounds = ns.repeats or SWEEP_ROUNDS
+    launches = []
+    for number in range(1, rounds + 1):
+        forward = number % 2 == 1
+        widths = sorted(set(ns.sweep_widths), reverse=not forward)
+        order = ns.frameworks if forward else tuple(reversed(ns.frameworks))
+        for width in widths:
+            for framework in order:
+                opts = tuning.options_for(framework, replace(base, hidden=width, round=number))
+                launches.append(build_launch(framework, world_size, opts,
+                                             ns.out / "sweep" / f"{framework}-w{width}-round{number}",
+                                             horovod_controller=ns.horovod_controller, launcher=ns.launcher,
+                                             extra_env=tuning.env.get(framework), private_network=private))
+    return launches
+
+
+def run_sweep(ns: argparse.Namespace) -> int:
+    if set(ns.frameworks) != set(FRAMEWORKS):
+        raise UsageError("--sweep-model-size compares the two frameworks: leave --frameworks at both")
+    launches = sweep_launches(ns)
+    check_writable(ns.out)
+    shutil.rmtree(ns.out / "sweep", ignore_errors=True)  # this tool's own output: no stale records
+    steps = int(_option(launches[0], "--steps"))
+    reporter = ProgressReporter(steps * len(launches))
+    started = time.monotonic()
+    failed = 0
+    try:
+        for index, launch in enumerate(launches, 1):
+            reporter.begin(launch.label + f" width {_option(launch, '--hidden')}", index, len(launches))
+            outcome = run_launch(launch, ns.timeout,
+                                 on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
+                                                                                          launch.seeds)))
+            reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
+            failed += not outcome.ok
+            if not outcome.ok:
+                print(f"--- last lines of {launch.log_path} ---\n{outcome.log_tail}\n---", file=sys.stderr, flush=True)
+    finally:
+        reporter.close()
+    runs = find_runs(ns.out / "sweep") if (ns.out / "sweep").is_dir() else []
+    points = sweep_points(runs, ns.warmup)
+    if not points:
+        print("python -m compare: no sweep launch finished: nothing to plot", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    cross = crossover(points)
+    result = {"world_size": max(ns.np), "steps": steps, "warmup": ns.warmup, "points": points,
+              "crossover_bytes": cross, "wall_s": round(time.monotonic() - started, 1),
+              "commands": [launch.shell_line() for launch in launches]}
+    write_json_atomic(ns.out / "sweep.json", jsonable(result))
+    plot = plot_size_sweep(points, cross, ns.out / SWEEP_PLOT)
+    headers = ["mlp width", "gradient", "Horovod median ms", "DDP median ms", "Horovod/DDP ratio",
+               "95% CI", "rounds"]
+    rows = [[str(p["hidden"]), size_text(p["gradient_bytes"]), ms(p["horovod_median_s"]), ms(p["ddp_median_s"]),
+             num(p["ratio"], ".2f"), f"{num(p['ci_low'], '.2f')}-{num(p['ci_high'], '.2f')}",
+             ", ".join(f"{r:.2f}" for r in p["round_ratios"])] for p in points]
+    where = (f"the ratio crosses 1 near {size_text(cross)} of gradient" if cross else
+             "the ratio does not cross 1 over these sizes")
+    blocks = [Heading(1, f"Horovod vs DDP as the gradient grows (np {max(ns.np)})"),
+              Para(f"{where}. A ratio above 1: DDP is faster. Per width: the median step time of each launch "
+                   f"after {ns.warmup} warm-up steps; the ratio is the geometric mean over rounds, with a t "
+                   "interval (which needs at least 2 rounds)."),
+              Table(headers, rows)]
+    if plot:
+        blocks.append(Para(f"![Horovod/DDP step-time ratio against gradient size]({plot.name})"))
+    write_atomic(ns.out / "sweep.md", render_markdown(blocks))
+    print(text_table(headers, rows))
+    print(f"\n{where}")
+    print(f"sweep: {ns.out / 'sweep.md'}  (also sweep.json{', ' + SWEEP_PLOT if plot else ''})")
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def size_text(size: float | None) -> str:
+    if size is None:
+        return "—"
+    for unit, scale in (("MB", 1e6), ("KB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size:.0f} B"
+
+
+def _option(launch: Launch, flag: str) -> str:
+    return launch.command[launch.command.index(flag) + 1]
+

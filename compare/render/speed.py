@@ -1,0 +1,182 @@
+"""The report's speed parts: what was compared, the rounds and the contention each launch met, the timing
+tables, and the trade-offs table (speed-up, scaling, start-up, exposed communication, recovery, code)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from compare.analysis.records import RunRecord
+from compare.analysis.speed import MIN_ROUNDS, code_lines, tradeoffs
+from compare.names import display
+from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
+
+ROOT = Path(__file__).resolve().parents[2]
+BACKEND_FILES = {"horovod": ROOT / "hvd_impl" / "backend.py", "ddp": ROOT / "native_impl" / "backend.py"}
+SHARED_BACKEND = ROOT / "workload" / "backend.py"
+FAULTS_RECORD = Path("faults") / "faults.json"  # where `compare faults` writes (results/faults by default)
+
+
+def speed_summary_blocks(analysis: dict) -> list[Block]:
+    """Under the verdict: the setups each world size compared, and Open MPI's busy-polling where it bit."""
+    setups = [f"np {level['world_size']}: {level['compared']['text']}" for level in analysis["levels"]
+              if level.get("compared") and level["compared"]["text"]]
+    notes = sorted({level["compared"]["busy_poll"] for level in analysis["levels"]
+                    if level.get("compared") and level["compared"]["busy_poll"]})
+    blocks: list[Block] = []
+    if setups:
+        blocks.append(Para(f"**Setups:** {'; '.join(setups)}."))
+    blocks += [Para(f"**Note:** {note}.") for note in notes]
+    return blocks
+
+
+def contention_cell(judged: dict) -> str:
+    """One launch's contention in a table cell: others' CPU, own CPU per rank, steal, load before -> after."""
+    record = judged.get("record")
+    if not record:
+        return "not measured"
+    parts = [f"others {record['others_cores']:.0%} of a core", f"own {record['own_cpu_per_rank']:.0%}/rank"]
+    if record.get("steal_fraction"):
+        parts.append(f"steal {record['steal_fraction']:.1%}")
+    parts.append(f"load {record['load_before'][0]:.1f}→{record['load_after'][0]:.1f}")
+    flag = {"others": "CONTENDED: ", "steal": "CONTENDED: ", "oversubscribed": "OVERSUBSCRIBED: "}.get(
+        judged["cause"] or "", "")
+    return flag + ", ".join(parts)
+
+
+def rounds_table(speed: dict) -> Table:
+    rows = []
+    for row in speed["rounds"]:
+        order = " → ".join(display(f) for f in row["order"]) if row["order"] else DASH
+        used = "yes" if row["round"] in speed["rounds_used"] else "left out"
+        rows.append([str(row["round"]), order, ms(row["horovod_median_s"]), ms(row["ddp_median_s"]),
+                     num(row["ratio"], ".3f"), used, contention_cell(row["contention"]["horovod"]),
+                     contention_cell(row["contention"]["ddp"])])
+    return Table(["round", "order", "Horovod median ms", "DDP median ms", "Horovod/DDP", "counted",
+                  "contention, Horovod launch", "contention, DDP launch"], rows)
+
+
+def precision_text(speed: dict) -> str:
+    if speed.get("half_width") is None:
+        return ""
+    n = len(speed["rounds_used"])
+    return (f" With {n} rounds the interval reaches ±{speed['half_width']:.0%} around the ratio: smaller "
+            "differences read as no clear difference (`--repeats` for more rounds).")
+
+
+def timing_blocks(analysis: dict) -> list[Block]:
+    warmup = analysis["settings"]["warmup"]
+    blocks: list[Block] = [
+        Heading(2, "Timing"),
+        Para(
+            "The speed verdict comes from rounds of launches: in each round both frameworks are launched once "
+            "at each world size, the order reversed every other round (A B, B A ...) so that drift favours "
+            "neither side. A round's ratio is the Horovod/DDP ratio of the two launches' median step times; "
+            "the verdict takes their geometric mean with a t interval over rounds (a paired test), and names a "
+            f"winner only when the interval excludes 1, every round points the same way and at least "
+            f"{MIN_ROUNDS} rounds ran on a free machine. A round during which other processes used the "
+            "cores the job needed, or the hypervisor took time (steal), is left out and named; too few clean "
+            "rounds, or ranks x threads beyond the cores, withhold the verdict."
+        ),
+        Para(
+            f"The tables below: round 1 (every seed), step times of the slowest rank after {warmup} warm-up "
+            "steps, pooled over seeds. `optimizer` includes Horovod's wait for outstanding allreduces; DDP "
+            "overlaps its allreduce with `backward`."
+        ),
+    ]
+    for level in analysis["levels"]:
+        blocks.append(Heading(3, f"np {level['world_size']}"))
+        speed = level.get("speed")
+        if speed:
+            blocks.append(Para(f"**{speed['sentence']}.**{precision_text(speed)}"))
+            blocks.append(rounds_table(speed))
+        rows, phases = [], []
+        for framework, t in level["timing"].items():
+            step = t["step"]
+            spread = DASH if step["sd"] is None else f"{ms(step['mean'])} ± {ms(step['sd'])}"
+            rows.append([
+                display(framework), ",".join(map(str, t["seeds"])), str(step["n"]), ms(step["median"]),
+                ms(step["p90"]), spread, num(t["global_batch"], "d"), num(t["throughput"], ".1f"),
+                num(t["scaling_efficiency"], ".2f"),
+            ])
+            b = t["breakdown"]
+            keys = ("data_s", "forward_s", "backward_s", "optimizer_s", "unaccounted_s", "step_time_s")
+            phases.append([display(framework), *(ms(b.get(k)) for k in keys)])
+        blocks.append(Table(["framework", "seeds", "steps measured", "median ms", "p90 ms", "mean ± sd ms",
+                             "global batch", "samples/s", "scaling eff."], rows))
+        blocks.append(Para("Mean time per step by phase (ms):"))
+        blocks.append(Table(["framework", "data", "forward", "backward", "optimizer", "unaccounted", "step"],
+                            phases))
+    return blocks
+
+
+# ---- trade-offs ----------------------------------------------------------------------------------------
+
+def find_faults(out_dir: Path) -> Path | None:
+    """`compare faults` results beside this comparison: OUT/faults, OUT/../faults, or results/faults."""
+    for candidate in (out_dir / FAULTS_RECORD, out_dir.parent / FAULTS_RECORD, Path("results") / FAULTS_RECORD):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def backend_lines() -> dict[str, int]:
+    lines = {}
+    for framework, path in {**BACKEND_FILES, "shared": SHARED_BACKEND}.items():
+        try:
+            lines[framework] = code_lines(path.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+    return lines
+
+
+def add_tradeoffs(analysis: dict, runs: list[RunRecord], out_dir: Path) -> None:
+    """analysis["tradeoffs"]: the table's rows, with where the recovery figures came from."""
+    source = find_faults(out_dir)
+    faults = None
+    if source is not None:
+        try:
+            faults = json.loads(source.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            source = None
+    lines = backend_lines()
+    analysis["tradeoffs"] = {"rows": tradeoffs(analysis["levels"], runs, faults=faults, lines=lines),
+                             "faults_source": str(source) if source else None, "shared_lines": lines.get("shared")}
+
+
+def _recovery_cell(entry: dict | None) -> str:
+    if not entry:
+        return DASH
+    text = f"{entry['recovered']}/{entry['scenarios']} faults"
+    if entry["seconds_to_next_step"] is not None:
+        text += f", {entry['seconds_to_next_step']:.1f} s to the next step"
+    if entry["steps_lost"] is not None:
+        text += f", {entry['steps_lost']:g} steps lost"
+    return text
+
+
+def tradeoff_blocks(analysis: dict) -> list[Block]:
+    found = analysis.get("tradeoffs")
+    if not found or not found["rows"]:
+        return []
+    rows = [[display(r["framework"]), str(r["world_size"]), num(r["speedup"], ".2f"),
+             num(r["scaling_efficiency"], ".2f"), num(r["startup_s"], ".1f"),
+             ms(r["exposed_comm_s"]) if r["exposed_comm_s"] is not None else DASH,
+             _recovery_cell(r["recovery"]) if r["world_size"] > 1 else DASH, num(r["code_lines"], "d")]
+            for r in found["rows"]]
+    faults = (f"recovery from `{found['faults_source']}` (`compare faults`, np 2; Horovod elastic, DDP torchrun "
+              "restarts)" if found["faults_source"] else
+              "recovery: no `compare faults` results found (run `python -m compare faults`)")
+    shared = f"; both build on {found['shared_lines']} shared lines" if found.get("shared_lines") else ""
+    return [
+        Heading(2, "Trade-offs"),
+        Para("What distributing this job buys and costs, per framework, measured here. Speed-up: throughput "
+             "against the same framework at np 1 (the per-worker batch is fixed, so ideal is n); start-up: "
+             "from the launch to the end of the first step, rendezvous included (median over launches); "
+             "exposed communication: backward + optimizer time per step (the phases that hold DDP's bucket "
+             "allreduces and Horovod's wait for its allreduces, slowest rank) less the same at np 1; "
+             f"{faults}; code: lines of the framework's `backend.py`{shared}."),
+        Table(["framework", "np", "speed-up vs 1 worker", "scaling eff.", "start-up s", "exposed comm ms/step",
+               "recovery", "framework code lines"], rows),
+    ]
+
