@@ -54,6 +54,6 @@ def make_workload() -> Workload:
         data=digits_data,
         model=lambda data: DigitsCNN(data.num_classes),
         loss=smoothed_cross_entropy,
-        lr=0.05,
+        lr=0.2,
         summary="a user's small CNN on scikit-learn's digits (examples/digits_cnn.py)",
     )

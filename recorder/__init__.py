@@ -75,7 +75,7 @@ class _Horovod:
         if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo, and horovod.run
             return "horovodrun"
         if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
-            return "mpirun"  # or horovodrun --mpi, which starts mpirun
+            return "horovodrun" if _under_horovodrun_mpi() else "mpirun"
         return "none"
 
     def versions(self) -> dict[str, str | None]:
@@ -107,6 +107,25 @@ class _TorchDistributed:
 
     def versions(self) -> dict[str, str | None]:
         return {"nccl": ".".join(map(str, torch.cuda.nccl.version())) if self.comm_backend == "nccl" else None}
+
+
+def _under_horovodrun_mpi() -> bool:
+    """horovodrun --mpi replaces itself with `/bin/sh -c "mpirun ..."`, whose line always exports
+    NCCL_SOCKET_IFNAME; the workers carry no variable of horovodrun's own. Linux, local host only."""
+    pid = os.getppid()
+    for _ in range(16):  # up the process tree, a few levels at most
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        if args[:2] == [b"/bin/sh", b"-c"] and len(args) > 2 and args[2].startswith(b"mpirun ") \
+                and b"-x NCCL_SOCKET_IFNAME=" in args[2]:
+            return True
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid: the field after the state
+        if pid <= 1:
+            return False
+    return False
 
 
 def _detect() -> _Single | _Horovod | _TorchDistributed:

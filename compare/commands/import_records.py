@@ -73,7 +73,6 @@ def main(ns: argparse.Namespace) -> int:
     print(f"imported {len(steps)} steps (steps {steps[0]['step']}-{steps[-1]['step']}) and "
           f"{len(lines) - len(steps)} evaluations from {ns.source} into {ns.out}")
     if every != 1:
-        print(f"python -m compare: warning: the log has a loss every {every or 'irregular number of'} steps; "
-              "compare check compares curves position by position, so compare it with a run logged at the same "
-              "steps", file=sys.stderr)
+        print(f"python -m compare: note: the log has a loss every {every or 'irregular number of'} steps; "
+              "compare check judges the steps that both sides logged", file=sys.stderr)
     return 0
