@@ -28,9 +28,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("script", type=Path, nargs="?", help="the Horovod PyTorch script")
-    parser.add_argument("script_args", nargs="*", metavar="-- ARGS",
-                        help="(after --) arguments for both runs of --verify; {run_dir} is replaced by each "
-                             "side's run directory")
     parser.add_argument("-o", "--out", type=Path, default=None, help="the migrated script (default: SCRIPT_ddp.py)")
     parser.add_argument("--report", type=Path, default=None,
                         help="the Markdown report (default: beside the output, OUT.migration.md)")
@@ -53,7 +50,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("--loss-regex", default=None,
                         help="for a script without the recorder: a regex with named groups step and loss, "
                              "matched on rank 0's printed lines")
-    parser.set_defaults(func=main)
+    parser.set_defaults(func=main, script_args=[])
+    parser.epilog += ("\n\nAfter --: arguments for both runs of --verify ({run_dir} is replaced by each side's run "
+                      "directory).")
+    # Everything after `--` goes to the script. argparse would offer it to the positionals, which are taken
+    # by then, so it is split off before argparse sees it.
+    parse_known_args = parser.parse_known_args
+
+    def split_script_args(args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        rest = args[args.index("--") + 1:] if "--" in args else []
+        known, extras = parse_known_args(args[:args.index("--")] if "--" in args else args, namespace)
+        known.script_args = rest
+        return known, extras
+
+    parser.parse_known_args = split_script_args  # type: ignore[method-assign]
 
 
 def _read_script(path: Path) -> str:
