@@ -200,6 +200,13 @@ def test_launch_through_the_cli(capsys):
     assert compare_main(["migrate", "--launch", "mpirun -np 2 python train.py"]) == 2
 
 
+def test_script_arguments_after_double_dash():
+    from compare.__main__ import build_parser
+
+    ns = build_parser().parse_args(["migrate", "a.py", "--verify", "--", "--epochs", "1", "--np", "4"])
+    assert ns.script_args == ["--epochs", "1", "--np", "4"] and ns.np == 2 and ns.verify
+
+
 def test_loss_lines_become_a_run_record(tmp_path):
     output = "\n".join(["[0]<stdout>:step 1 loss 2.5", "[1]<stdout>:step 1 loss 9.0", "[0]<stdout>:step 2 loss 2.25",
                         "[1,0]<stdout>:step 3 loss 2.0", "noise"])
