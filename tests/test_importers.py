@@ -160,3 +160,20 @@ def test_pure_readers_agree_on_one_curve():
     assert csv_series.steps == text_series.steps == {1: {"loss": 0.5}, 2: {"loss": 0.25}}
     with pytest.raises(LogFormatError):
         read_csv("step,loss\n1,x\n", Path("a.csv"), fields)
+
+
+@pytest.mark.xfail(strict=True, reason="compare report: the speed analysis (compare/analysis/speed.py) formats the "
+                                       "ratio of a side without step times (an imported run) as None; the report "
+                                       "does not yet say which side is imported")
+def test_report_takes_an_imported_baseline_and_says_so(tmp_path, recorded):
+    tree = tmp_path / "tree"
+    source = tmp_path / "old.csv"
+    source.write_text("step,loss\n" + "".join(f"{s},{loss!r}\n" for s, loss in enumerate(CURVE, 1)))
+    assert compare_main(["import", "csv", str(source), "--out", str(tree / "horovod"), "--framework", "horovod",
+                         "--world-size", "1", "--option", "lr=0.05"]) == 0
+    (tree / "ddp").mkdir()
+    meta = {**read_meta(recorded), "framework": "ddp"}
+    (tree / "ddp" / "run.json").write_text(json.dumps(meta))
+    (tree / "ddp" / "metrics.jsonl").write_bytes((recorded / "metrics.jsonl").read_bytes())
+    assert compare_main(["report", str(tree)]) == 0
+    assert "imported" in (tree / "report.md").read_text()
