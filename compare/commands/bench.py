@@ -720,9 +720,7 @@ def markdown(result: dict) -> str:
             how = ("all configurations in one process, interleaved in blocks" if sweep["launches"] == 1 else
                    f"one launch per configuration (Horovod reads its knobs once), {sweep['launches']} launches "
                    "interleaved in rounds; per round = each round's launch against that round's default")
-            chosen = ", ".join(f"`{c}`" for c in sweep["chosen"]) or "the defaults"
-            blocks += [Para(f"**{name}** ({sweep['controller']}; {how}): chosen {chosen} (clearly faster than the "
-                            "default: 95% interval above 1 and faster in every round; the best of each dimension)."),
+            blocks += [Para(f"**{name}** ({sweep['controller']}; {how}): {sweep_choice(sweep['chosen'])}."),
                        Table(["configuration", "median step ms", "throughput vs default", "95% CI", "per round", "n"],
                              [[r["name"], _ms(r["median_s"]), _x(r.get("gain")), _ci(r.get("gain_ci")),
                                ", ".join(f"{v:.2f}" for v in r.get("per_round", [])), str(r["n"])]
@@ -812,6 +810,37 @@ def settings_from(ns: argparse.Namespace) -> Settings:
     return settings
 
 
+CLEARLY_FASTER = "95% interval above 1 and faster in every round"
+
+
+def sweep_choice(chosen: list[str]) -> str:
+    if not chosen:
+        return f"the defaults stay: no configuration was clearly faster than them ({CLEARLY_FASTER})"
+    names = ", ".join(f"`{c}`" for c in chosen)
+    return f"chosen {names}, clearly faster than the defaults ({CLEARLY_FASTER}; the best of each dimension)"
+
+
+def terminal_summary(result: dict) -> list[str]:
+    """A few lines for the terminal; the whole Markdown goes to bench.md."""
+    lines = []
+    for row in result.get("overhead") or []:
+        lines.append(f"harness overhead {row['framework']} np {row['world_size']}: project/bare step "
+                     f"{row['ratio']:.2f} (95% CI {row['ratio_ci'][0]:.2f}-{row['ratio_ci'][1]:.2f})")
+    for name, sweep in (result.get("sweeps") or {}).items():
+        lines.append(f"sweep {name}: {', '.join(sweep['chosen']) or 'the defaults stay'}")
+    for row in result.get("tuned_effect") or []:
+        verdict = {True: "confirmed", False: "not confirmed"}.get(row.get("confirmed"), "")
+        gain = row.get("gain")
+        lines.append(f"tuned {row['framework']}: {' '.join(row['options']) or '(defaults)'}"
+                     + (f", throughput x{gain:.3f}" if gain is not None else "") + (f", {verdict}" if verdict else ""))
+    if result.get("e2e"):
+        lines.append(f"end to end: {result['e2e']['wall_s']:.0f} s, exit status {result['e2e']['exit_status']}")
+    if result.get("failures"):
+        lines.append(f"{len(result['failures'])} launch(es) failed: see the Failures section")
+    lines.append(f"wall time: {result['wall_s']:.0f} s")
+    return lines
+
+
 def run_bench(ns: argparse.Namespace) -> int:
     settings = settings_from(ns)
     check_writable(ns.out)
@@ -839,6 +868,10 @@ def run_bench(ns: argparse.Namespace) -> int:
         kept = confirmed_settings(tuned, result["tuned_effect"], settings)
         result["tuned"] = tuned_file(kept, settings, confirmed=kept is not tuned)
         write_json_atomic(ns.out / "tuned.json", result["tuned"])
+    elif (ns.out / "tuned.json").exists():  # an earlier bench's: it must not pass for this one's
+        (ns.out / "tuned.json").replace(ns.out / "tuned.stale.json")
+        print(f"bench: no sweep this time; the earlier {ns.out / 'tuned.json'} is now tuned.stale.json",
+              file=sys.stderr)
     result["scaling"] = scaling_rows(entries)
     result["startup"] = startup_rows(entries)
     result["decomposition"] = decomposition(sweeps, entries)
@@ -850,6 +883,6 @@ def run_bench(ns: argparse.Namespace) -> int:
     write_json_atomic(ns.out / "bench.json", result)
     text = markdown(result)
     write_atomic(ns.out / "bench.md", text)
-    print(text)
+    print("\n".join(terminal_summary(result)))
     print(f"bench: {ns.out / 'bench.md'}  (also bench.json{', tuned.json' if sweeps else ''})")
     return EXIT_RUN_FAILED if bench.failures else EXIT_OK
