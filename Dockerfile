@@ -66,26 +66,21 @@ RUN if [ -n "$TORCH_INDEX_URL" ]; then \
 sys.exit(v != '$TORCH_VERSION' and v.split('+')[0] != '$TORCH_VERSION')" \
     && rm -rf /tmp/wheels
 
-# Horovod from its source archive, as scripts/setup.sh builds it (see that file for the reasons):
-# torch >= 2.1 headers need C++17 (horovod PR #3998, merged, never released), and gcc >= 13 needs two
-# includes (PR #3957). It builds without isolation so that it sees the torch above; first what its
+# Horovod from its source archive, patched as scripts/setup.sh patches it (scripts/patch-horovod.sh says why:
+# C++17 for torch >= 2.1, two includes for gcc >= 13, horovod.run's default cycle time and cache, the
+# process-set Gloo interface). It builds without isolation so that it sees the torch above; first what its
 # setup.py imports. HOROVOD_GPU_OPERATIONS=NCCL for the CUDA variant; empty for CPU.
 ARG HOROVOD_VERSION=0.28.1
 ARG HOROVOD_GPU_OPERATIONS=
+COPY scripts/patch-horovod.sh /tmp/patch-horovod.sh
 RUN set -eu; \
     pip install --constraint /tmp/constraints.txt setuptools wheel packaging psutil cloudpickle pyyaml cffi; \
     work=/tmp/horovod; src="$work/horovod-$HOROVOD_VERSION"; \
     pip download --no-deps --no-binary horovod "horovod==$HOROVOD_VERSION" -d "$work"; \
     tar -xzf "$work/horovod-$HOROVOD_VERSION.tar.gz" -C "$work"; \
-    sed -i 's/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD 17)/' \
-        "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"; \
-    grep -q 'CMAKE_CXX_STANDARD 17' "$src/CMakeLists.txt"; \
-    grep -q 'CMAKE_CXX_STANDARD 17' "$src/horovod/torch/CMakeLists.txt"; \
-    sed -i '0,/#include <string>/s//#include <stdexcept>\n#include <string>/' "$src/horovod/common/common.h"; \
-    grep -q '#include <string>' "$src/horovod/common/group_table.h" \
-        || sed -i '0,/#include </s//#include <string>\n#include </' "$src/horovod/common/group_table.h"; \
+    bash /tmp/patch-horovod.sh "$src"; \
     if [ -z "$HOROVOD_GPU_OPERATIONS" ]; then unset HOROVOD_GPU_OPERATIONS; fi; \
-    jobs=$(nproc); \
+    jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc); \
     export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
         HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 MAKEFLAGS="-j$jobs"; \
     echo "building Horovod $HOROVOD_VERSION (gpu operations: ${HOROVOD_GPU_OPERATIONS:-none}); about 10 minutes on 2 cores"; \
@@ -105,6 +100,7 @@ COPY workload /src/workload
 COPY hvd_impl /src/hvd_impl
 COPY native_impl /src/native_impl
 COPY compare /src/compare
+COPY recorder /src/recorder
 RUN pip install --no-binary mpi4py /src \
     && python -c "import compare, hvd_impl, native_impl, workload"
 

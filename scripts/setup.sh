@@ -93,7 +93,7 @@ if [ -z "$wheel" ]; then
     export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
         HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
     [ "$gpu_ops" != none ] && export HOROVOD_GPU_OPERATIONS="$gpu_ops"
-    export MAKEFLAGS="-j$(nproc)"
+    export MAKEFLAGS="-j$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"  # GNU nproc obeys OMP_NUM_THREADS
     "$py" -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps \
         -w "$work/dist" "$src" > "$work/build.log" 2>&1 || { tail -n 40 "$work/build.log"; exit 1; }
     mkdir -p "$cache_dir.tmp"

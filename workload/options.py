@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,16 @@ class Options:
     elastic: bool = False
     collective_timeout: float | None = None
     profile: bool = False
+    # Controlled changes for calibration and tests (docs/parity.md): a nudge of the initial weights, a
+    # learning-rate change from a given step on (one side diverging late, through the real launchers).
+    perturb_init_ulps: int = 0
+    lr_change_at_step: int | None = None
+    lr_change_factor: float = 1.0
+    # Speed measurement (docs/benchmarks.md): which repeated launch of a comparison this is, a fixed delay
+    # added to every step (tests: a known speed difference), the mlp's width (gradient-size sweeps).
+    round: int = 1
+    step_delay_ms: float | None = None
+    hidden: int | None = None
 
     def resolved_lr(self) -> float:
         return self.lr if self.lr is not None else load_workload(self.workload).default_lr
@@ -149,6 +160,8 @@ def _add_shared_arguments(parser: argparse.ArgumentParser, *, run_directory: boo
     work.add_argument("--batch-size", type=int, default=32, help="samples per worker per step")
     work.add_argument("--dataset-size", type=int, default=None,
                       help="training samples for the synthetic workloads (default: the workload's own)")
+    work.add_argument("--hidden", type=int, default=None,
+                      help="mlp workload: units in each hidden layer (default 256); sets the gradient size")
     work.add_argument("--text-dir", type=Path, default=None,
                       help="lm workload: read the text files directly in this directory, any name "
                            "(default: the Python standard library's own sources)")
@@ -185,6 +198,11 @@ def _add_shared_arguments(parser: argparse.ArgumentParser, *, run_directory: boo
     fault.add_argument("--fail-rank", type=int, default=0, help="the rank that fails")
     fault.add_argument("--fail-mode", choices=["exit", "kill", "hang"], default="exit",
                        help="exit: exit status 13; kill: SIGKILL itself; hang: SIGSTOP itself (stops answering)")
+    speed = parser.add_argument_group("speed measurement")
+    speed.add_argument("--round", type=int, default=1,
+                       help="which repeated launch of a comparison this is (recorded in run.json)")
+    speed.add_argument("--step-delay-ms", type=float, default=None, metavar="MS",
+                       help="sleep this long in every step (tests: a known speed difference)")
 
 
 def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
@@ -212,6 +230,14 @@ def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
                            "(DDP: process-group timeout, default 300; Horovod: Gloo timeout and stall shutdown)")
     both.add_argument("--profile", action="store_true",
                       help="torch.profiler trace of steps 3-5, and Horovod's timeline, into OUT")
+    control = parser.add_argument_group("controlled changes (calibration and tests of the parity verdict)")
+    control.add_argument("--perturb-init-ulps", type=int, default=0, metavar="K",
+                         help="move every initial weight K float32 ulps away from zero: a change known not to "
+                              "change the job, whose growth measures float chaos (compare run's calibration)")
+    control.add_argument("--lr-change-at-step", type=int, default=None, metavar="N",
+                         help="multiply the learning rate by --lr-change-factor from step N on (a late divergence)")
+    control.add_argument("--lr-change-factor", type=float, default=1.0, metavar="F",
+                         help="see --lr-change-at-step")
     hvd = parser.add_argument_group("Horovod only")
     hvd.add_argument("--elastic", action="store_true",
                      help="elastic training: hvd.elastic.run with TorchState, committed every --checkpoint-every steps "
@@ -285,8 +311,14 @@ def validate(options: Options) -> None:
     for flag, value in positive.items():
         if value <= 0:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
-    if options.lr is not None and not options.lr > 0:
-        raise UsageError(f"--lr must be positive, got {options.lr}")
+    if options.lr is not None and not (options.lr > 0 and math.isfinite(options.lr)):
+        raise UsageError(f"--lr must be a positive finite number, got {options.lr}")
+    if not (options.lr_change_factor > 0 and math.isfinite(options.lr_change_factor)):
+        raise UsageError(f"--lr-change-factor must be a positive finite number, got {options.lr_change_factor}")
+    if options.lr_change_at_step is not None and options.lr_change_at_step <= 0:
+        raise UsageError(f"--lr-change-at-step must be a positive step number, got {options.lr_change_at_step}")
+    if options.perturb_init_ulps < 0:
+        raise UsageError(f"--perturb-init-ulps must be zero or positive, got {options.perturb_init_ulps}")
     if options.collective_timeout is not None and options.collective_timeout <= 0:
         raise UsageError(f"--collective-timeout must be positive, got {options.collective_timeout}")
     if options.elastic and options.checkpoint_every is None:
@@ -305,6 +337,12 @@ def validate(options: Options) -> None:
                          "hvd.SyncBatchNorm and nn.SyncBatchNorm both refuse CPU tensors")
     if options.sync_bn and options.workload != "resnet":
         raise UsageError("--sync-bn applies to the resnet workload (the only one with batch norm)")
+    if options.round < 1 or (options.step_delay_ms is not None and options.step_delay_ms < 0):
+        raise UsageError("--round must be a positive integer and --step-delay-ms zero or positive")
+    if options.hidden is not None and (options.hidden <= 0 or options.workload != "mlp"):
+        raise UsageError(f"--hidden applies to the mlp workload and must be positive, got {options.hidden}")
+    if any(seed < 0 for seed in options.seeds) or (options.data_seed is not None and options.data_seed < 0):
+        raise UsageError(f"seeds must be zero or positive, got {', '.join(map(str, options.seeds))}")
     if options.fail_rank < 0:
         raise UsageError(f"--fail-rank must be zero or positive, got {options.fail_rank}")
     if options.warmup_steps < 0:

@@ -51,6 +51,13 @@ def effective_lr(options: Options, world_size: int) -> float:
     return options.resolved_lr() * scale
 
 
+def mlp_of_width(data, hidden: int) -> nn.Module:
+    """The mlp workload's model with `hidden` units per layer (--hidden): its gradient grows as hidden squared."""
+    (features,) = data.input_shape
+    return nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, data.num_classes))
+
+
 def make_optimizer(options: Options, model: nn.Module, lr: float) -> torch.optim.Optimizer:
     if options.optimizer == "adamw":
         return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=options.weight_decay)
@@ -58,14 +65,26 @@ def make_optimizer(options: Options, model: nn.Module, lr: float) -> torch.optim
                            weight_decay=options.weight_decay)
 
 
-def make_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int, world_size: int):
-    """Goyal et al.'s gradual warm-up: from lr/world_size to lr over warmup_steps, then constant."""
+@torch.no_grad()
+def nudge_away_from_zero(model: nn.Module, ulps: int) -> None:
+    """Move every parameter `ulps` floating-point steps away from zero: the smallest change to the initial
+    state, known not to change the job; how its effect grows measures float chaos (calibration)."""
+    for parameter in model.parameters():
+        for _ in range(ulps):
+            parameter.copy_(torch.nextafter(parameter, torch.where(parameter < 0, -torch.inf, torch.inf)))
+
+
+def make_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int, world_size: int,
+                change_at_step: int | None = None, change_factor: float = 1.0):
+    """Goyal et al.'s gradual warm-up: from lr/world_size to lr over warmup_steps, then constant; times
+    change_factor from the update of step change_at_step on (--lr-change-at-step, for tests)."""
     start = 1.0 / world_size
 
-    def factor(step: int) -> float:
+    def factor(step: int) -> float:  # step: updates done so far, so update number step + 1 comes next
+        changed = change_factor if change_at_step is not None and step + 1 >= change_at_step else 1.0
         if warmup_steps == 0 or step >= warmup_steps:
-            return 1.0
-        return start + (1.0 - start) * step / warmup_steps
+            return changed
+        return changed * (start + (1.0 - start) * step / warmup_steps)
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
@@ -188,6 +207,10 @@ class MetricBuffer:
         return entries
 
 
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite: the run is recorded as failed."""
+
+
 class Trainer:
     """Owns one run (one seed): data, model, optimizer, the loop and the record."""
 
@@ -215,7 +238,9 @@ class Trainer:
         num_replicas = backend.data_shards()[0]
         self.total_steps = planned_steps(options, len(self.data.train), num_replicas)
 
-        model = spec.make_model(self.data)
+        model = spec.make_model(self.data) if options.hidden is None else mlp_of_width(self.data, options.hidden)
+        if options.perturb_init_ulps:
+            nudge_away_from_zero(model, options.perturb_init_ulps)
         if options.sync_bn:
             model = backend.convert_sync_batchnorm(with_batch_norm(model))
         model = model.to(self.device)
@@ -227,7 +252,8 @@ class Trainer:
         # from the param groups, so state loaded into the inner one before would be lost.
         resumed = self._load_checkpoint(model, self.optimizer) if self.resume_path else None
         backend.broadcast_initial_state(model, self.optimizer)
-        self.scheduler = make_warmup(self.optimizer, options.warmup_steps, num_replicas)
+        self.scheduler = make_warmup(self.optimizer, options.warmup_steps, num_replicas,
+                                     options.lr_change_at_step, options.lr_change_factor)
         if resumed is not None:
             self.scheduler.load_state_dict(resumed["scheduler"])
         self.scaler = torch.amp.GradScaler("cuda") if options.amp and self.device.type == "cuda" else None
@@ -314,6 +340,8 @@ class Trainer:
         times = dict.fromkeys(TIME_KEYS, 0.0)
         self._sync()
         started = time.perf_counter()
+        if options.step_delay_ms:  # a known difference in speed, for the tests of the speed verdict
+            time.sleep(options.step_delay_ms / 1000)
         self.optimizer.zero_grad()  # set_to_none, the default; Horovod takes no argument
         loss_value = 0.0
         for index in range(micro):
@@ -347,7 +375,7 @@ class Trainer:
         backend.optimizer_step(self.optimizer, step, synchronized)
         if self.scaler:
             self.scaler.update()
-        if options.warmup_steps:  # the only schedule; without warm-up the rate is constant
+        if options.warmup_steps or options.lr_change_at_step:  # without either, the rate is constant
             self.scheduler.step()
         self._sync()
         t5 = time.perf_counter()
@@ -448,6 +476,10 @@ class Trainer:
         self.recorder.start(self.record_meta(), resume_step=self.start.step if self.resume_path else None)
         with self.recorder.failure_recorded(explain=self.backend.explain_failure):
             step, more = self.run()
+            if self.recorder.nonfinite is not None:  # a run that diverged must never read "ok"
+                at, value = self.recorder.nonfinite
+                raise TrainingDiverged(f"the training loss became {value} at step {at}: training diverged "
+                                       "(learning rate too high, overflow or bad input)")
         self.recorder.finish("ok", steps=step, **more)
         return self.recorder.out
 

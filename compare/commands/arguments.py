@@ -59,7 +59,7 @@ def margin(text: str) -> tuple[str, object]:
 def analysis_arguments(parser: argparse.ArgumentParser) -> None:
     from compare.analysis.parity import DEFAULT_MARGINS, STEP_K, STEP_RTOL
 
-    defaults = ", ".join(f"{name}={value * 100:g}%" if kind == "relative" else f"{name}={value:g}"
+    defaults = ", ".join(f"{name}={value * 100:g}%%" if kind == "relative" else f"{name}={value:g}"
                          for name, (kind, value) in DEFAULT_MARGINS.items())
     group = parser.add_argument_group("analysis (docs/parity.md)")
     group.add_argument("--warmup", type=int, default=5, help="steps excluded from timing")
@@ -67,10 +67,11 @@ def analysis_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the step-wise tolerance floor on the relative loss difference")
     group.add_argument("--k", type=int, default=STEP_K, help="the first steps judged at the floor alone")
     group.add_argument("--margin", type=margin, action="append", default=[], metavar="NAME=VALUE[%]",
-                       help=f"an end point's equivalence margin, absolute or relative (repeatable; defaults: "
-                            f"{defaults})")
+                       help=f"an end point's equivalence margin, absolute or relative with %% (repeatable; defaults: "
+                            f"{defaults})%(default).0s")
     group.add_argument("--allow", type=word_list, action="append", default=[], metavar="NAMES",
-                       help="option differences that are intended (e.g. optimizer,lr): listed, not 'different jobs'")
+                       help="option differences that are intended (e.g. optimizer,lr): listed, not 'different "
+                            "jobs'%(default).0s")
 
 
 def check_analysis(ns: argparse.Namespace) -> None:

@@ -4,6 +4,7 @@ of `compare run` too: analyse, write the report, print the summary and return th
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from compare.analysis.records import RecordError, RunRecord, find_runs
@@ -11,9 +12,13 @@ from compare.analysis.summary import analyse
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis
 from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, tuning_from_record
-from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED
-from compare.render.report import summary_table, write_report
+from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
+from compare.render.report import environment_from_runs, summary_table, write_report
+from compare.render.verdicts import parity_line
 from workload import environment
+from workload.files import write_json_atomic
+
+COMPARISON_RECORD = "comparison.json"
 
 
 def _launch_failures(outcomes: list[Outcome]) -> list[dict]:
@@ -23,37 +28,60 @@ def _launch_failures(outcomes: list[Outcome]) -> list[dict]:
             for o in outcomes if not o.ok]
 
 
+def _comparison(ns: argparse.Namespace, outcomes: list[Outcome], wall_s: float | None) -> dict:
+    record: dict = {"commands": [o.launch.shell_line() for o in outcomes],
+                    "comparison_wall_s": round(wall_s, 1) if wall_s else None}
+    if hasattr(ns, "private_network"):
+        record["network"] = ("each launch in a network namespace of its own, loopback only" if ns.private_network
+                             else "the host's network (launchers' servers bind every interface)")
+    if getattr(ns, "reference_skipped", None):
+        record["reference"] = f"skipped: {ns.reference_skipped}"
+    return record
+
+
+def _read_comparison(out: Path) -> dict:
+    """The record `compare run` left, if any (a tree of imported or hand-made runs has none)."""
+    try:
+        record = json.loads((out / COMPARISON_RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcomes: list[Outcome] | None = None,
             wall_s: float | None = None) -> int:
     if not runs:
         raise RecordError(f"{out}: no run records found")
-    analysis = analyse(runs, warmup=ns.warmup, k=ns.k, rtol=ns.rtol, margin_sd=ns.margin_sd)
+    analysis = analyse(runs, warmup=ns.warmup, k=ns.k, rtol=ns.rtol, margins=ns.margins, allow=ns.allowed)
     launch_failures = _launch_failures(outcomes or [])
     analysis["failures"] = launch_failures + analysis["failures"]
-    commands = [o.launch.shell_line() for o in outcomes] if outcomes else None
-    env = {"machine": environment.host_info(), "comparison_wall_s": round(wall_s, 1) if wall_s else None}
+    # What only `compare run` knows (its commands, network, wall time, a skipped reference) is kept in
+    # OUT/comparison.json, so that `compare report` rebuilds the same report from the records on disk.
+    comparison = _comparison(ns, outcomes, wall_s) if outcomes else _read_comparison(out)
+    if outcomes:
+        write_json_atomic(out / COMPARISON_RECORD, comparison)
+    env = environment_from_runs(runs)
+    env["host"] = env.get("host") or (environment.host_info() if outcomes else {})
+    env.update({key: comparison[key] for key in ("network", "comparison_wall_s", "reference") if comparison.get(key)})
     tuning = getattr(ns, "tuning", None)
-    if hasattr(ns, "private_network"):
-        env["network"] = ("each launch in a network namespace of its own, loopback only" if ns.private_network
-                          else "the host's network (launchers' servers bind every interface)")
     if tuning is not None:
         env["compared"] = tuning.describe()
         analysis["tuning"] = tuning.record()
-    paths = write_report(out, runs, analysis, commands=commands, environment=env if outcomes else None)
+    paths = write_report(out, runs, analysis, commands=comparison.get("commands"), environment=env)
     print(summary_table(analysis))
     verdict = analysis["verdict"]
-    print(f"\nparity: {verdict['parity']} ({verdict['parity_evidence']})")
+    print(f"\n{parity_line(analysis)}")
     print(f"speed: {verdict['speed']}")
     if tuning is not None:
         print(f"compared: {tuning.describe()}")
+    if comparison.get("reference"):
+        print(f"reference: {comparison['reference']}")
     if wall_s is not None:
         print(f"wall time: {wall_s:.0f} s")
     print(f"report: {paths['md']}  (also {paths['html'].name}, {paths['json'].name})")
     if analysis["failures"]:
         return EXIT_RUN_FAILED
-    return EXIT_PARITY_FAILS if verdict["parity"] == "fails" else EXIT_OK
-
-
+    return PARITY_EXIT[verdict["parity"]]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

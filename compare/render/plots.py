@@ -100,19 +100,20 @@ def plot_rel_diffs(analysis: dict, path: Path) -> Path | None:
     for ax, level in zip(axes, levels, strict=True):
         for name, comparison in level["comparisons"].items():
             label = f"{display(comparison['a'])} vs {display(comparison['b'])}"
-            for i, seed_result in enumerate(comparison["stepwise"]["per_seed"]):
+            for i, seed_result in enumerate(comparison["seeds"]):
+                losses = seed_result["losses"]
                 # None stands for a non-finite difference in the JSON data: leave a gap.
-                diffs = np.array([np.nan if d is None else d for d in seed_result["rel_diffs"]], dtype=float)
+                diffs = np.array([np.nan if d is None else d for d in losses["rel_diffs"]], dtype=float)
                 if not diffs.size:
                     continue
-                ax.plot(
-                    np.arange(1, diffs.size + 1), np.maximum(diffs, REL_DIFF_FLOOR),
-                    color=COMPARISON_COLORS.get(name, "black"), alpha=0.7, linewidth=1,
-                    label=label if i == 0 else None,
-                )
-        settings = analysis["settings"]
-        ax.axhline(settings["rtol"], color="red", linestyle="--", label=f"rtol {settings['rtol']:g}")
-        ax.axvline(settings["k"], color="black", linestyle=":", label=f"last compared step ({settings['k']})")
+                color = COMPARISON_COLORS.get(name, "black")
+                ax.plot(losses["steps"], np.maximum(diffs, REL_DIFF_FLOOR), color=color, alpha=0.7, linewidth=1,
+                        label=label if i == 0 else None)
+                if i == 0 and name == "horovod_vs_ddp":
+                    ax.plot(losses["steps"], losses["tolerances"], color="red", linestyle="--", linewidth=1,
+                            label=f"tolerance ({level['band']['source']} band)")
+        ax.axvline(analysis["settings"]["k"], color="black", linestyle=":",
+                   label=f"end of the tight window ({analysis['settings']['k']})")
         ax.set_yscale("log")
         ax.set_title(f"Relative loss difference per step, np {level['world_size']}")
         ax.set_xlabel("step")
@@ -189,3 +190,32 @@ def write_plots(runs: list[RunRecord], analysis: dict, out_dir: Path | str) -> l
         plot_scaling(analysis, out_dir / "scaling.png"),
     ]
     return [p for p in written if p is not None]
+
+
+def plot_size_sweep(points: list[dict], crossover_bytes: float | None, path: Path) -> Path | None:
+    """The Horovod/DDP step-time ratio against gradient size (compare run --sweep-model-size): each round's
+    ratio, the geometric mean with its interval, the line of equal speed and the crossover, if any."""
+    shown = [p for p in points if p["ratio"]]
+    if not shown:
+        return None
+    fig, (ax,) = new_figure(1, width=6.5, height=4.2)
+    sizes = np.array([p["gradient_bytes"] for p in shown], dtype=float) / 1e6
+    ratios = np.array([p["ratio"] for p in shown])
+    low = np.array([p["ci_low"] if p["ci_low"] is not None else p["ratio"] for p in shown])
+    high = np.array([p["ci_high"] if p["ci_high"] is not None else p["ratio"] for p in shown])
+    ax.errorbar(sizes, ratios, yerr=[ratios - low, high - ratios], color="tab:purple", marker="o", capsize=3,
+                label="Horovod / DDP (geometric mean over rounds, 95% CI)")
+    for size, point in zip(sizes, shown, strict=True):
+        ax.scatter([size] * len(point["round_ratios"]), point["round_ratios"], color="tab:gray", s=10, zorder=3)
+    ax.scatter([], [], color="tab:gray", s=10, label="each round")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    if crossover_bytes:
+        ax.axvline(crossover_bytes / 1e6, color="tab:red", linestyle=":",
+                   label=f"crossover near {crossover_bytes / 1e6:.3g} MB")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("gradient size (MB, float32)")
+    ax.set_ylabel("step-time ratio Horovod / DDP (> 1: DDP faster)")
+    ax.set_title(f"Step-time ratio as the gradient grows (np {shown[0]['world_size']})")
+    ax.legend(fontsize="small")
+    return save_figure(fig, path)
