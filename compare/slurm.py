@@ -32,9 +32,6 @@ SCRIPT_NAME = "job.sbatch"
 JOB_RECORD = "slurm-job.json"
 HOROVOD_FORMS = ("srun", "mpirun")
 DDP_FORMS = ("torchrun", "srun")
-# Slurm's final job states; anything else (PENDING, RUNNING, COMPLETING, ...) is still going.
-FAILED_STATES = ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
-                 "DEADLINE")
 
 
 @dataclass(frozen=True)
@@ -87,6 +84,20 @@ def launch_maker(ns):
 
 def is_slurm(launch) -> bool:
     return isinstance(launch, SlurmLaunch)
+
+
+def local_misuse(ns) -> str | None:
+    """A Slurm-only option given without --scheduler slurm (it would be ignored), or None."""
+    if getattr(ns, "scheduler", "local") == "slurm":
+        return None
+    given = [flag for flag, value, default in (("--nodes", getattr(ns, "nodes", 1), 1),
+                                               ("--partition", getattr(ns, "partition", None), None),
+                                               ("--time", getattr(ns, "time", None), None),
+                                               ("--sbatch-arg", getattr(ns, "sbatch_arg", []), []),
+                                               ("--slurm-horovod", getattr(ns, "slurm_horovod", "srun"), "srun"),
+                                               ("--slurm-ddp", getattr(ns, "slurm_ddp", "torchrun"), "torchrun"))
+             if value != default]
+    return f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --scheduler slurm" if given else None
 
 
 def settings_from_namespace(ns) -> SlurmSettings:
