@@ -311,7 +311,7 @@ def workers_on(host) -> list[str]:
 
 def test_failed_launch_leaves_no_worker_on_either_host(hosts, ssh, tmp_path, horovod_built):
     from compare.launch.process import run_launch
-    from compare.remote_cleanup import new_marker
+    from compare.launch.remote_cleanup import new_marker
 
     # Without the launch's marker: horovodrun alone leaves the stopped remote worker behind.
     bare = run_launch(failing_launch(hosts, ssh, tmp_path / "bare", {}), timeout_s=240)
