@@ -247,8 +247,9 @@ def verified(tmp_path_factory, horovod_built):
 def test_migrated_script_trains_the_same(verified, name):
     out, results = verified
     result = ok(results[name])
-    assert "parity holds" in result.stdout, result.stdout
-    assert re.search(r"step-wise PASS: max relative difference \S+ over \d+ steps", result.stdout)
+    verdict = re.search(r"^parity holds: .*max relative difference (\S+)\)$", result.stdout, re.MULTILINE)
+    assert verdict, result.stdout
+    assert float(verdict.group(1)) <= 1e-5  # the same data, order and weights: only summation order differs
     for side in ("horovod", "ddp"):
         assert (out / name / side / "metrics.jsonl").exists()
 
