@@ -239,12 +239,13 @@ def test_a_busy_process_during_one_sides_launches_withholds_the_verdict(tmp_path
 @pytest.mark.slow
 def test_a_real_difference_is_called_through_the_launchers(tmp_path):
     out = tmp_path / "delay"
-    result = compare_run(out, "--np", "1", "--step-delay-ms", "20", "--step-delay-for", "horovod")
+    result = compare_run(out, "--np", "1", "--step-delay-ms", "150", "--step-delay-for", "horovod")
     assert result.returncode == 0, result.stdout + result.stderr
     speed = report_of(out)["analysis"]["levels"][0]["speed"]
     assert [row["round"] for row in speed["rounds"]] == [1, 2, 3]
     assert [row["order"] for row in speed["rounds"]] == [["horovod", "ddp"], ["ddp", "horovod"], ["horovod", "ddp"]]
-    assert all(row["ratio"] > 2 for row in speed["rounds"]), speed["rounds"]  # 20 ms on a step of a few ms
+    # 150 ms on a step of a few ms (tens on a loaded machine, where DDP waits on its gloo thread at np 1 too)
+    assert all(row["ratio"] > 1.5 for row in speed["rounds"]), [row["ratio"] for row in speed["rounds"]]
     # Other helpers' tests share this machine: the verdict may be withheld for contention, never reversed.
     assert speed["winner"] == "ddp" or speed["status"] == "withheld", speed["sentence"]
     # Judged without the contention records, the same launches name DDP.

@@ -118,6 +118,7 @@ def breakdown(records: Iterable[RunRecord], warmup: int) -> dict:
 def launch_median(records: Iterable[RunRecord], warmup: int) -> float | None:
     """One launch's figure: the median of its measured step times (seeds of the launch pooled)."""
     times = pooled_times(records, warmup)
+    times = times[np.isfinite(times)]  # an imported run may have no step times
     return float(np.median(times)) if times.size else None
 
 
