@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 import psutil
 
 from compare.launch.commands import Launch
+from compare.launch.contention import CONTENTION_RECORD, ContentionSampler
 from compare.launch.logs import failing_rank, log_excerpt
+from workload.files import write_json_atomic
 
 
 @dataclass
@@ -29,6 +31,7 @@ class Outcome:
     failing_rank: int | None = None
     log_tail: str = ""
     notes: list[str] = field(default_factory=list)
+    contention: dict | None = None  # what else the machine did meanwhile (compare/launch/contention.py)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,8 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
                poll_s: float = 0.5) -> Outcome:
     launch.run_root.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **launch.env}
+    ranks = 1 if launch.framework == "reference" else launch.world_size
+    sampler = ContentionSampler(ranks, int(launch.env.get("OMP_NUM_THREADS", "1") or 1))
     started = time.monotonic()
     with launch.log_path.open("w") as log:
         log.write(f"$ {launch.shell_line()}\n")
@@ -97,6 +102,7 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
         try:
             while process.poll() is None:
                 seen.update(alive_tree([launcher]))
+                sampler.sample(seen)
                 if time.monotonic() - started > timeout_s:
                     timed_out = True
                     break
@@ -107,9 +113,12 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
             # Whatever happened (a timeout, Ctrl-C), nothing of this launch outlives it.
             kill_tree(process, seen)
     duration = time.monotonic() - started
+    contention = sampler.finish(seen)
+    write_json_atomic(launch.run_root / CONTENTION_RECORD,
+                      {"framework": launch.framework, "world_size": launch.world_size, **contention})
     if on_poll:
         on_poll()
-    outcome = Outcome(launch, process.returncode, duration, timed_out)
+    outcome = Outcome(launch, process.returncode, duration, timed_out, contention=contention)
     if not outcome.ok:
         log_text = launch.log_path.read_text(errors="replace")
         outcome.failing_rank = failing_rank(log_text)

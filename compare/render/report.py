@@ -13,7 +13,6 @@ from pathlib import Path
 from compare.analysis.records import RunRecord, jsonable
 from compare.names import display
 from compare.render.blocks import (
-    DASH,
     Block,
     Bullets,
     Code,
@@ -21,13 +20,13 @@ from compare.render.blocks import (
     Image,
     Para,
     Table,
-    ms,
     num,
     render_html,
     render_markdown,
     text_table,
 )
 from compare.render.plots import write_plots
+from compare.render.speed import add_tradeoffs, speed_summary_blocks, timing_blocks, tradeoff_blocks
 from workload.files import write_atomic
 
 REPORT_SCHEMA_VERSION = 1
@@ -69,6 +68,7 @@ def verdict_blocks(analysis: dict) -> list[Block]:
         Heading(1, f"Horovod vs DDP: parity {verdict['parity']}"),
         Para(f"**Parity {verdict['parity']}.** {verdict['parity_evidence']}"),
         Para(f"**Speed:** {verdict['speed']}."),
+        *speed_summary_blocks(analysis),
         *([Para(f"**Compared:** {compared(analysis['tuning'])}.")] if analysis.get("tuning") else []),
     ]
 
@@ -162,40 +162,6 @@ def parity_blocks(analysis: dict) -> list[Block]:
     return blocks
 
 
-def timing_blocks(analysis: dict) -> list[Block]:
-    warmup = analysis["settings"]["warmup"]
-    blocks: list[Block] = [
-        Heading(2, "Timing"),
-        Para(
-            f"Step times are the slowest rank's, after {warmup} warm-up steps, pooled over seeds. "
-            "`optimizer` includes Horovod's wait for outstanding allreduces; DDP overlaps its allreduce "
-            "with `backward`. Speed ratios: ratio of median step times with a percentile-bootstrap interval."
-        ),
-    ]
-    for level in analysis["levels"]:
-        blocks.append(Heading(3, f"np {level['world_size']}"))
-        if level["speed"]:
-            blocks.append(Para(f"**{level['speed']['sentence']}.**"))
-        rows, phases = [], []
-        for framework, t in level["timing"].items():
-            step = t["step"]
-            spread = DASH if step["sd"] is None else f"{ms(step['mean'])} ± {ms(step['sd'])}"
-            rows.append([
-                display(framework), ",".join(map(str, t["seeds"])), str(step["n"]), ms(step["median"]),
-                ms(step["p90"]), spread, num(t["global_batch"], "d"), num(t["throughput"], ".1f"),
-                num(t["scaling_efficiency"], ".2f"),
-            ])
-            b = t["breakdown"]
-            keys = ("data_s", "forward_s", "backward_s", "optimizer_s", "unaccounted_s", "step_time_s")
-            phases.append([display(framework), *(ms(b.get(k)) for k in keys)])
-        blocks.append(Table(["framework", "seeds", "steps measured", "median ms", "p90 ms", "mean ± sd ms",
-                             "global batch", "samples/s", "scaling eff."], rows))
-        blocks.append(Para("Mean time per step by phase (ms):"))
-        blocks.append(Table(["framework", "data", "forward", "backward", "optimizer", "unaccounted", "step"],
-                            phases))
-    return blocks
-
-
 PLOT_TITLES = {
     "loss_curves.png": "Training loss curves",
     "rel_diff.png": "Per-step relative loss difference",
@@ -255,7 +221,7 @@ def report_blocks(analysis: dict, plots: list[Path], environment: dict, commands
     if analysis["notes"]:
         blocks += [Para("Notes:"), Bullets(analysis["notes"])]
     blocks += parity_blocks(analysis)
-    blocks += timing_blocks(analysis)
+    blocks += timing_blocks(analysis) + tradeoff_blocks(analysis)
     blocks += plot_blocks(plots)
     blocks += failure_blocks(analysis)
     blocks += environment_blocks(environment, commands)
@@ -293,6 +259,7 @@ def write_report(
     commands = list(commands or [])
     environment = environment if environment is not None else environment_from_runs(runs)
     plots = write_plots(runs, analysis, out_dir)
+    add_tradeoffs(analysis, runs, out_dir)
     document = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
