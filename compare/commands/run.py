@@ -18,7 +18,7 @@ from compare.launch.commands import Launch, build_launch, private_network_availa
 from compare.launch.logs import steps_done
 from compare.launch.process import Outcome, run_launch
 from compare.launch.tuning import TUNING_RECORD, load_tuning, mismatch
-from compare.names import EXIT_RUN_FAILED, FRAMEWORKS
+from compare.names import EXIT_RUN_FAILED, FRAMEWORKS, display
 from compare.render.progress import ProgressReporter
 from workload.files import write_json_atomic
 from workload.options import Options, UsageError, check_writable, options_from_namespace, validate
@@ -27,6 +27,21 @@ from workload.workloads import WORKLOADS
 
 DEFAULT_SEEDS = (0, 1, 2)
 REFERENCE_AUTO = ("mlp", "digits")  # small enough that one process on the global batch is cheap
+# Features one framework has and the other has not: `compare run` passes the same options to both sides.
+ONE_SIDED = {"zero": ("--zero", "ddp"), "powersgd_rank": ("--powersgd-rank", "ddp"),
+             "adasum": ("--adasum", "horovod"), "elastic": ("--elastic", "horovod")}
+# Options the single-process reference cannot emulate: the reference is skipped, and the report says why.
+REFERENCE_CANNOT = {"uneven_inputs": "--uneven-inputs needs real ranks (one process cannot run out of batches "
+                                     "before another)"}
+
+
+def reject_one_sided(options: Options, frameworks: tuple[str, ...]) -> None:
+    for field_name, (flag, owner) in ONE_SIDED.items():
+        other = next((f for f in frameworks if f != owner), None)
+        if getattr(options, field_name) not in (None, False) and other is not None:
+            raise UsageError(f"{flag} has no {display(other)} equivalent (a {display(owner)} feature): "
+                             f"see `python -m compare matrix` for how it compares, or run one side with "
+                             f"--frameworks {owner}")
 
 
 def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
@@ -35,6 +50,7 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     if ns.seeds is None:
         options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
     validate(options)
+    reject_one_sided(options, ns.frameworks)
     tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
     network = getattr(ns, "network", "host")
     if network == "private" and not private_network_available():
@@ -42,6 +58,11 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     private = ns.private_network = network == "private" or (network == "auto" and private_network_available())
     framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
+    cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
+    if cannot and ns.reference == "on":
+        raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
+    ns.reference_skipped = cannot[0] if cannot and reference else None
+    reference = reference and not cannot
     data = WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir)
     launches = []
     for world_size in sorted(set(ns.np)):

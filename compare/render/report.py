@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compare.analysis.records import RunRecord, jsonable
-from compare.names import display
+from compare.names import JUDGED, display
 from compare.render.blocks import (
     Block,
     Bullets,
@@ -197,18 +197,43 @@ def failure_blocks(analysis: dict) -> list[Block]:
     return blocks
 
 
+def _value(value: object) -> str:
+    if value is None or value == "" or value == []:
+        return DASH
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or DASH
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value).replace("\x00", "").strip()  # MPI's version string ends in a NUL
+
+
+def sides_table(sides: dict) -> Table:
+    """Each side's versions, launcher, threads and tuning variables, side by side: one column per framework."""
+    rows: dict[str, list[str]] = {}
+    groups = (lambda side: side.get("versions") or {},  # versions first, then how it ran, then the variables
+              lambda side: {k: side.get(k) for k in ("launcher", "backend", "threads")},
+              lambda side: side.get("env") or {})
+    for group in groups:
+        for column, side in enumerate(sides.values()):
+            for key, value in group(side).items():
+                rows.setdefault(key, [DASH] * len(sides))[column] = _value(value)
+    return Table(["component", *(display(name) for name in sides)], [[key, *cells] for key, cells in rows.items()])
+
+
 def environment_blocks(environment: dict, commands: list[str]) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Environment")]
+    sides = environment.get("sides") or {}
     versions = environment.get("versions") or {}
-    if versions:
-        blocks.append(Table(["component", "version"], [[k, str(v)] for k, v in versions.items()]))
+    if sides:
+        blocks.append(sides_table(sides))
+    elif versions:
+        blocks.append(Table(["component", "version"], [[k, _value(v)] for k, v in versions.items()]))
     host = environment.get("host") or {}
     if host:
-        blocks.append(Table(["host", "value"], [[k, str(v)] for k, v in host.items()]))
-    rest = {k: v for k, v in environment.items() if k not in ("versions", "host")}
+        blocks.append(Table(["host", "value"], [[k, _value(v)] for k, v in host.items()]))
+    rest = {k: v for k, v in environment.items() if k not in ("versions", "host", "sides")}
     if rest:
-        blocks.append(Bullets([f"{k}: `{json.dumps(v) if isinstance(v, (dict, list)) else v}`"
-                               for k, v in rest.items()]))
+        blocks.append(Bullets([f"{k.replace('_', ' ')}: {_value(v)}" for k, v in rest.items()]))
     if commands:
         blocks.append(Para("Commands:"))
         blocks.append(Code("\n".join(commands)))
@@ -229,17 +254,23 @@ def report_blocks(analysis: dict, plots: list[Path], environment: dict, commands
 
 
 def environment_from_runs(runs: list[RunRecord]) -> dict:
-    """Versions, host, threads and tuning variables as the first run that ended well recorded them."""
+    """Each framework's versions, launcher, threads and tuning variables as its first run that ended well
+    recorded them (side by side under "sides"; "versions" merges them), and the host."""
+    sides: dict[str, dict] = {}
+    order = {name: index for index, name in enumerate(JUDGED)}  # Horovod, DDP, then the reference
+    for framework in sorted({r.framework for r in runs}, key=lambda f: (order.get(f, len(order)), f)):
+        mine = [r for r in runs if r.framework == framework]
+        meta = next((r for r in mine if r.ok), mine[0]).meta
+        sides[framework] = {"versions": meta.get("versions") or {}, "launcher": meta.get("launcher"),
+                            "backend": meta.get("backend"), "threads": meta.get("threads"),
+                            "env": meta.get("env") or {}}
     source = next((r for r in runs if r.ok), runs[0] if runs else None)
     if source is None:
         return {}
-    meta = source.meta
-    return {
-        "versions": meta.get("versions") or {},
-        "host": meta.get("host") or {},
-        "threads": meta.get("threads"),
-        "env": meta.get("env") or {},
-    }
+    versions: dict = {}
+    for side in sides.values():
+        versions.update({k: v for k, v in side["versions"].items() if versions.get(k) is None})
+    return {"sides": sides, "versions": versions, "host": source.meta.get("host") or {}}
 
 
 def write_report(
