@@ -12,6 +12,7 @@ the job's log, as for a local launch. docs/slurm.md explains the scripts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -380,6 +381,8 @@ def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         outcome = Outcome(launch, 1, time.monotonic() - started)  # type: ignore[arg-type]
         outcome.log_tail = str(exc)
+        with contextlib.suppress(OSError):  # the log the report points at
+            launch.log_path.write_text(f"$ {launch.shell_line()}\n{exc}\n")
         return outcome
     timed_out = False
     try:
