@@ -202,7 +202,7 @@ def test_the_plugin_trains_alike_under_every_launcher(plugin_runs):
 def test_compare_run_takes_a_plugin_and_names_it(tmp_path):
     out = tmp_path / "cmp"
     result = ok(run([sys.executable, "-m", "compare", "run", "--workload", EXAMPLE, "--np", "2", "--seeds", "0",
-                     *SMALL, "--out", str(out)], timeout=600))
+                     "--repeats", "1", *SMALL, "--out", str(out)], timeout=600))
     assert re.search(r"parity:? holds", result.stdout), result.stdout
     metas = [read_meta(p.parent) for p in (out / "runs").rglob("run.json")]
     assert {m["framework"] for m in metas} == {"horovod", "ddp"}
