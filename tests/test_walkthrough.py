@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pytest
 from fixtures import write_run
@@ -160,3 +161,25 @@ def test_bench_summary_is_short_and_says_what_was_chosen():
     assert sweep_choice(["bucket_cap_mb=1"]).startswith("chosen `bucket_cap_mb=1`, clearly faster than the defaults")
     lines = terminal_summary({"sweeps": {"ddp": {"chosen": []}}, "tuned_effect": [], "failures": [], "wall_s": 12.0})
     assert lines == ["sweep ddp: the defaults stay", "wall time: 12 s"]
+
+
+def test_faults_says_that_it_waits(monkeypatch, tmp_path, capsys):
+    import compare.commands.faults as faults
+
+    monkeypatch.setattr(faults, "HEARTBEAT_S", 0.01)
+    beat = faults.heartbeat(tmp_path, 120)
+    time.sleep(0.03)
+    beat()
+    assert "waiting: 0 s of at most 120 s, 0 steps recorded" in capsys.readouterr().err
+
+
+def test_bench_without_a_sweep_sets_an_earlier_tuned_file_aside(tmp_path):
+    out = tmp_path / "bench"
+    out.mkdir()
+    (out / "tuned.json").write_text('{"horovod": [], "ddp": [], "env": {}}\n')
+    result = run([sys.executable, "-m", "compare", "bench", "--skip", "allreduce,sweep,overhead,costs,e2e",
+                  "--out", str(out)], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert not (out / "tuned.json").exists() and (out / "tuned.stale.json").exists()
+    assert "tuned.stale.json" in result.stderr
+    assert len(result.stdout.splitlines()) <= 5 and "bench.md" in result.stdout  # a summary, not the Markdown
