@@ -87,7 +87,8 @@ def test_uneven_inputs_parity_past_the_join(uneven, horovod_built):
     # parameters: the evaluation and every step after the join differ; docs/features.md).
     hvd, ddp = read_losses(uneven["hvd"]), read_losses(uneven["ddp"])
     result = stepwise(hvd, ddp, k=40)
-    assert result.n_common == 40 and result.passed, f"max rel diff {result.max_rel_diff:.2e} at step {result.max_at_step}"
+    assert result.n_common == 40 and result.passed, \
+        f"max rel diff {result.max_rel_diff:.2e} at step {result.max_at_step}"
     hvd_evals, ddp_evals = read_evals(uneven["hvd"]), read_evals(uneven["ddp"])
     assert [e["step"] for e in hvd_evals] == [e["step"] for e in ddp_evals] == [32, 40]
     for a, b in zip(hvd_evals, ddp_evals, strict=True):
