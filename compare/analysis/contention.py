@@ -58,7 +58,7 @@ def judge(record: dict | None) -> dict:
         "measured": True,
         "contended": cause in ("others", "steal"),
         "oversubscribed": cause == "oversubscribed",
-        "lacks_free_core": demand + others > cores,
+        "lacks_free_core": demand > cores or (others >= OTHERS_MIN_CORES and demand + others > cores),
         "cause": cause,
         "others_cores": others,
         "own_cores": own,
