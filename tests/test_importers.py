@@ -177,3 +177,19 @@ def test_report_takes_an_imported_baseline_and_says_so(tmp_path, recorded):
     (tree / "ddp" / "metrics.jsonl").write_bytes((recorded / "metrics.jsonl").read_bytes())
     assert compare_main(["report", str(tree)]) == 0
     assert "imported" in (tree / "report.md").read_text()
+
+
+def test_the_example_logs_import_as_documented_and_agree(tmp_path, capsys):
+    logs = Path(__file__).resolve().parents[1] / "examples" / "logs"
+    common = ["--framework", "ddp", "--world-size", "2"]
+    assert compare_main(["import", "csv", str(logs / "ddp_metrics.csv"), "--out", str(tmp_path / "csv"), *common,
+                         "--loss-field", "train_loss", "--eval-loss-field", "val_loss",
+                         "--eval-accuracy-field", "val_acc"]) == 0
+    assert compare_main(["import", "jsonl", str(logs / "ddp_log.jsonl"), "--out", str(tmp_path / "jsonl"), *common,
+                         "--step-field", "trainer.global_step", "--loss-field", "trainer.loss",
+                         "--lr-field", "trainer.lr"]) == 0
+    assert compare_main(["import", "text", str(logs / "ddp_train.log"), "--out", str(tmp_path / "text"), *common,
+                         "--regex", r"it (?P<step>\d+): loss=(?P<loss>[\d.]+) lr=(?P<lr>[\d.]+)"]) == 0
+    assert read_meta(tmp_path / "csv")["imported"]["step_offset"] == 1  # the CSV counts from 0
+    assert len(read_steps(tmp_path / "csv")) == len(read_steps(tmp_path / "text")) == 44
+    assert check(tmp_path / "csv", tmp_path / "jsonl") == 0 and check(tmp_path / "jsonl", tmp_path / "text") == 0
