@@ -4,4 +4,4 @@ Each module here defines `add_parser(commands)` (it adds its sub-parser, whose `
 command's entry point `main(ns) -> int`). `compare/__main__.py` registers every name in COMMANDS.
 """
 
-COMMANDS: tuple[str, ...] = ("import_records",)
+COMMANDS: tuple[str, ...] = ("k8s", "import_records", "migrate")
