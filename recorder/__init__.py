@@ -69,7 +69,9 @@ class _Horovod:
         self.comm_backend = "mpi" if hvd.mpi_enabled() else "gloo"
 
     def allgather(self, rows: torch.Tensor) -> torch.Tensor:
-        return self.hvd.allgather(rows)  # rows of every rank, concatenated in rank order
+        # Named: after an uneven hvd.join(), ranks have run different numbers of steps, and an unnamed
+        # collective (named by call count) would wait for a partner that never comes.
+        return self.hvd.allgather(rows, name="recorder.gather")  # rows of every rank, in rank order
 
     def launcher(self) -> str:
         if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo, and horovod.run
@@ -90,7 +92,12 @@ class _TorchDistributed:
     def __init__(self, dist: Any):
         self.dist = dist
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
-        self.comm_backend = str(dist.get_backend())
+        # init_process_group() without a backend makes one per device ("cpu:gloo,cuda:nccl"), which
+        # get_backend() calls "undefined": name the backend the training tensors use.
+        backend = str(dist.get_backend())
+        if backend == "undefined":
+            backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+        self.comm_backend = backend
         # NCCL gathers only CUDA tensors; Gloo and MPI take CPU ones.
         self.device = torch.device("cuda", torch.cuda.current_device()) if self.comm_backend == "nccl" else None
 

@@ -10,7 +10,7 @@ from helpers import run
 CASES = {
     "unknown workload": (["--workload", "nope"], "unknown workload 'nope'"),
     "batch size 0": (["--batch-size", "0"], "--batch-size must be a positive integer, got 0"),
-    "negative learning rate": (["--lr", "-0.1"], "--lr must be positive, got -0.1"),
+    "negative learning rate": (["--lr", "-0.1"], "--lr must be a positive finite number, got -0.1"),
     "more workers than samples": (["--dataset-size", "40", "--batch-size", "32", "--seed", "0"],
                                   "leaves no full batch per worker"),
     "not a number": (["--steps", "many"], "invalid int value: 'many'"),

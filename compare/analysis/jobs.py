@@ -108,9 +108,10 @@ def check_job(meta_a: dict, meta_b: dict, allow: frozenset[str] = frozenset()) -
             add(name, a, b, "expected")
     env_a = {k: v for k, v in (meta_a.get("env") or {}).items() if k not in LAUNCHER_ENV}
     env_b = {k: v for k, v in (meta_b.get("env") or {}).items() if k not in LAUNCHER_ENV}
-    for name in sorted(set(env_a) | set(env_b)):
-        if env_a.get(name, UNSET) != env_b.get(name, UNSET):
-            add(f"env.{name}", env_a.get(name, UNSET), env_b.get(name, UNSET), "expected")
+    if not (meta_a.get("imported") or meta_b.get("imported")):  # an imported log knows no environment
+        for name in sorted(set(env_a) | set(env_b)):
+            if env_a.get(name, UNSET) != env_b.get(name, UNSET):
+                add(f"env.{name}", env_a.get(name, UNSET), env_b.get(name, UNSET), "expected")
     versions_a, versions_b = meta_a.get("versions") or {}, meta_b.get("versions") or {}
     for name in VERSION_KEYS:
         a, b = versions_a.get(name), versions_b.get(name)

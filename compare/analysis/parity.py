@@ -102,6 +102,13 @@ def calibrated_band(control_a: Mapping[int, float], control_b: Mapping[int, floa
     return Band("calibrated", rtol=rtol, k=k, envelope=envelope, detail=detail)
 
 
+def combine_bands(bands: list[Band]) -> Band:
+    """The widest of several calibrated bands, step by step (a pair of two sides with their own chaos)."""
+    steps = sorted({s for band in bands for s in band.envelope})
+    envelope = {s: max(band.tolerance(s) for band in bands) / bands[0].safety for s in steps}
+    return dataclasses.replace(bands[0], envelope=envelope, detail="; ".join(band.detail for band in bands))
+
+
 def relative_difference(a: float, b: float) -> float:
     """|a-b| / max(|a|, |b|), zero within the absolute floor ATOL; a non-finite value is infinitely far
     (unless both sides are the same non-finite value)."""

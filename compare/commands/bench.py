@@ -39,7 +39,7 @@ from compare.analysis.records import RecordError, jsonable, load_run
 from compare.analysis.timing import breakdown, measured, speed_ratio
 from compare.launch.commands import Launch, benchmark_launch, build_launch
 from compare.launch.process import Outcome, run_launch
-from compare.names import FRAMEWORKS
+from compare.names import EXIT_OK, EXIT_RUN_FAILED, FRAMEWORKS
 from compare.render.blocks import DASH, Code, Heading, Para, Table, render_markdown
 from workload import environment
 from workload.files import write_atomic, write_json_atomic
@@ -53,7 +53,6 @@ OVERHEAD_TARGET = 1.03
 TUNING_AIM = 1.25
 ACCOUNTED_TARGET = 0.95
 LAUNCHER_LABELS = {"torchrun": "torchrun", "horovodrun-mpi": "horovodrun --mpi", "horovodrun-gloo": "horovodrun --gloo"}
-EXIT_OK, EXIT_USAGE, EXIT_RUN_FAILED = 0, 2, 3
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from compare.commands.arguments import DEFAULTS, word_list
 from compare.launch.commands import recovery_launch
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
+from compare.names import EXIT_OK, EXIT_RUN_FAILED
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options, UsageError
@@ -100,7 +101,7 @@ def run_faults(ns: argparse.Namespace) -> int:
         clean_outcome = run_launch(clean_launch, ns.timeout)
         if not clean_outcome.ok:
             print(f"  {clean_outcome.describe()}", file=sys.stderr)
-            return 3
+            return EXIT_RUN_FAILED
         clean = load_run(clean_dir)
         for scenario in ns.scenarios:
             run_dir = out / f"{framework}-{scenario}"
@@ -128,7 +129,7 @@ def run_faults(ns: argparse.Namespace) -> int:
     write_faults(out, results, commands, ns)
     print(render_markdown([fault_table(results)]))
     print(f"faults: {out / 'faults.md'}  (also faults.json)")
-    return 0 if all(r.as_expected for r in results) else 3
+    return EXIT_OK if all(r.as_expected for r in results) else EXIT_RUN_FAILED
 
 
 def heartbeat(run_dir: Path, limit: float) -> Callable[[], None]:

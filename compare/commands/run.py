@@ -11,9 +11,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from compare import slurm
+from compare.analysis.parity import MIN_OVERLAP
 from compare.analysis.records import find_runs
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, frameworks, int_list
 from compare.commands.report import publish
+from compare.commands.sweep import SWEEP_WIDTHS, run_sweep
 from compare.launch.commands import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import Outcome, run_launch
@@ -26,6 +29,7 @@ from workload.trainer import planned_steps
 from workload.workloads import WORKLOADS
 
 DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_ROUNDS = 4  # rounds of launches for the speed verdict (docs/benchmarks.md: what they resolve)
 REFERENCE_AUTO = ("mlp", "digits")  # small enough that one process on the global batch is cheap
 # Features one framework has and the other has not: `compare run` passes the same options to both sides.
 ONE_SIDED = {"zero": ("--zero", "ddp"), "powersgd_rank": ("--powersgd-rank", "ddp"),
@@ -51,12 +55,18 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
         options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
     validate(options)
     reject_one_sided(options, ns.frameworks)
+    if not ns.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {ns.timeout}")
     tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
     network = getattr(ns, "network", "host")
     if network == "private" and not private_network_available():
         raise UsageError("--network private needs root, unshare and ip (iproute2): use --network host")
     private = ns.private_network = network == "private" or (network == "auto" and private_network_available())
+    if (misuse := slurm.local_misuse(ns)) is not None:
+        raise UsageError(misuse)
+    make = slurm.launch_maker(ns) if ns.scheduler == "slurm" else build_launch  # a Slurm job per launch
     framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
+    framework_options = delayed_side(ns, framework_options)
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
     cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
     if cannot and ns.reference == "on":
@@ -68,20 +78,61 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     for world_size in sorted(set(ns.np)):
         if world_size <= 0:
             raise UsageError(f"--np values must be positive, got {world_size}")
-        planned_steps(options, len(data.train), world_size)  # fails early: too few samples for this np
+        steps = planned_steps(options, len(data.train), world_size)  # fails early: too few samples for this np
+        if steps < MIN_OVERLAP:
+            raise UsageError(f"np {world_size} trains {steps} step(s); parity needs at least {MIN_OVERLAP} "
+                             "(more --epochs or --steps)")
         for framework in ns.frameworks:
-            launches.append(build_launch(framework, world_size, framework_options[framework],
-                                         ns.out / "runs" / f"{framework}-np{world_size}",
-                                         horovod_controller=ns.horovod_controller, launcher=ns.launcher,
-                                         extra_env=tuning.env.get(framework), private_network=private))
+            launches.append(make(framework, world_size, framework_options[framework],
+                                 ns.out / "runs" / f"{framework}-np{world_size}",
+                                 horovod_controller=ns.horovod_controller, launcher=ns.launcher,
+                                 extra_env=tuning.env.get(framework), private_network=private))
         if reference and world_size > 1:
-            launches.append(build_launch("reference", world_size, options,
-                                         ns.out / "runs" / f"reference-np{world_size}", private_network=private))
+            launches.append(make("reference", world_size, options,
+                                 ns.out / "runs" / f"reference-np{world_size}", private_network=private))
+        # The calibration pairs' second halves (docs/parity.md): DDP, and the reference where it runs, again with
+        # the initial weights nudged one ulp; their divergence from the first halves measures float chaos.
+        if "ddp" in ns.frameworks:
+            calibration = replace(framework_options["ddp"], seeds=options.seeds[:1], perturb_init_ulps=1)
+            launches.append(make("ddp", world_size, calibration, ns.out / "runs" / f"calibration-np{world_size}",
+                                 launcher=ns.launcher, extra_env=tuning.env.get("ddp"), private_network=private))
+        if reference and world_size > 1:
+            calibration = replace(options, seeds=options.seeds[:1], perturb_init_ulps=1)
+            launches.append(make("reference", world_size, calibration,
+                                 ns.out / "runs" / f"calibration-reference-np{world_size}", private_network=private))
     return launches, options, len(data.train)
+
+
+def delayed_side(ns: argparse.Namespace, framework_options: dict[str, Options]) -> dict[str, Options]:
+    """--step-delay-for FRAMEWORK: --step-delay-ms slows that side only (a known difference, for tests)."""
+    side = getattr(ns, "step_delay_for", None)
+    if side is None:
+        return framework_options
+    return {name: o if name == side else replace(o, step_delay_ms=None) for name, o in framework_options.items()}
+
+
+def later_rounds(ns: argparse.Namespace, options: Options) -> list[Launch]:
+    """Rounds 2..--repeats: each framework launched again at each world size, first seed only, the order
+    reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side; each
+    in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only)."""
+    make = slurm.launch_maker(ns) if ns.scheduler == "slurm" else build_launch
+    launches = []
+    for number in range(2, ns.repeats + 1):
+        again = replace(options, seeds=options.seeds[:1], round=number)
+        framework_options = delayed_side(ns, {name: ns.tuning.options_for(name, again) for name in ns.frameworks})
+        order = ns.frameworks if number % 2 else tuple(reversed(ns.frameworks))
+        for world_size in sorted(set(ns.np)):
+            for framework in order:
+                launches.append(make(framework, world_size, framework_options[framework],
+                                     ns.out / "runs" / f"{framework}-np{world_size}-round{number}",
+                                     horovod_controller=ns.horovod_controller, launcher=ns.launcher,
+                                     extra_env=ns.tuning.env.get(framework), private_network=ns.private_network))
+    return launches
 
 
 def run_suite(ns: argparse.Namespace) -> int:
     launches, options, train_samples = plan(ns)
+    launches += later_rounds(ns, options)
     check_writable(ns.out)
     print(f"comparing {ns.tuning.describe()}", flush=True)
     ns.out.mkdir(parents=True, exist_ok=True)
@@ -96,9 +147,10 @@ def run_suite(ns: argparse.Namespace) -> int:
         for index, launch in enumerate(launches, 1):
             shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
             reporter.begin(launch.label, index, len(launches))
-            outcome = run_launch(launch, ns.timeout,
-                                 on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
-                                                                                          launch.seeds)))
+            runner = slurm.run_launch if slurm.is_slurm(launch) else run_launch
+            outcome = runner(launch, ns.timeout,
+                             on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
+                                                                                      launch.seeds)))
             outcomes.append(outcome)
             reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
             if not outcome.ok:
@@ -139,6 +191,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             "that `compare bench` writes); without it, defaults against defaults")
     suite.add_argument("--out", type=Path, default=Path("results/latest"),
                        help="where the run records (OUT/runs/) and the report go")
+    speed = run.add_argument_group("speed")
+    speed.add_argument("--repeats", type=int, default=None, metavar="N",
+                       help=f"rounds of launches for the speed verdict (default {DEFAULT_ROUNDS}; 2 for a sweep): "
+                            "round 1 trains every seed, later rounds the first seed only, in alternating order "
+                            "(A B, B A ...)%(default).0s")
+    speed.add_argument("--step-delay-for", choices=FRAMEWORKS, default=None,
+                       help="apply --step-delay-ms to this framework only (a known speed difference, for tests)")
+    speed.add_argument("--sweep-model-size", action="store_true",
+                       help="instead of a comparison: the Horovod/DDP step-time ratio as the mlp's gradient grows "
+                            "(--sweep-widths), at the largest --np, with a plot of the crossover")
+    speed.add_argument("--sweep-widths", type=int_list, default=SWEEP_WIDTHS,
+                       help="mlp hidden widths for --sweep-model-size (256 is the default mlp)")
+    slurm.add_arguments(run)
     analysis_arguments(run)
     add_arguments(run, run_directory=False, launch=False)  # the workload options, passed on to every launch
     run.set_defaults(func=main)
@@ -146,4 +211,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def main(ns: argparse.Namespace) -> int:
     check_analysis(ns)
+    if ns.repeats is not None and ns.repeats < 1:
+        raise UsageError(f"--repeats must be a positive integer, got {ns.repeats}")
+    if ns.sweep_model_size:
+        return run_sweep(ns)
+    ns.repeats = ns.repeats or DEFAULT_ROUNDS
     return run_suite(ns)

@@ -160,11 +160,11 @@ def parity_blocks(analysis: dict) -> list[Block]:
     for level in analysis["levels"]:
         if not level["comparisons"]:
             continue
-        blocks += [Heading(3, f"np {level['world_size']}"), Para(f"Band: {band_text(level['band'])}.")]
+        blocks.append(Heading(3, f"np {level['world_size']}"))
         for comparison in level["comparisons"].values():
             title = f"{display(comparison['a'])} vs {display(comparison['b'])}"
             blocks.append(Para(f"**{title}: {OUTCOME_WORDS[comparison['outcome']]}.** "
-                               f"{comparison_summary(comparison)}"))
+                               f"{comparison_summary(comparison)}. Band: {band_text(comparison['band'])}."))
             if lines := job_lines(comparison):
                 blocks.append(Bullets(lines))
             blocks.append(step_table(comparison))
