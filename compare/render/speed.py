@@ -155,13 +155,19 @@ def _recovery_cell(entry: dict | None) -> str:
     return text
 
 
+def _exposed_cell(seconds: float | None) -> str:
+    if seconds is None:
+        return DASH
+    return ms(seconds) if seconds >= 0 else f"{ms(seconds)} (np 1 was slower: noise)"
+
+
 def tradeoff_blocks(analysis: dict) -> list[Block]:
     found = analysis.get("tradeoffs")
     if not found or not found["rows"]:
         return []
     rows = [[display(r["framework"]), str(r["world_size"]), num(r["speedup"], ".2f"),
              num(r["scaling_efficiency"], ".2f"), num(r["startup_s"], ".1f"),
-             ms(r["exposed_comm_s"]) if r["exposed_comm_s"] is not None else DASH,
+             _exposed_cell(r["exposed_comm_s"]),
              _recovery_cell(r["recovery"]) if r["world_size"] > 1 else DASH, num(r["code_lines"], "d")]
             for r in found["rows"]]
     faults = (f"recovery from `{found['faults_source']}` (`compare faults`, np 2; Horovod elastic, DDP torchrun "
