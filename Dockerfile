@@ -116,10 +116,12 @@ FROM ${RUNTIME_IMAGE} AS runtime
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-# Python and Open MPI (openmpi-bin brings its libraries); tini reaps the launchers' orphans as PID 1.
+# Python and Open MPI (openmpi-bin brings its libraries); tini reaps the launchers' orphans as PID 1;
+# OpenSSH, because Kubeflow's MPIJob starts its workers' ranks over ssh (docs/kubernetes.md).
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        openmpi-bin python3 tini \
+        openmpi-bin python3 tini openssh-client openssh-server \
+    && mkdir -p /run/sshd \
     && apt-get clean && rm -rf /var/lib/apt/lists/*
 
 # A non-root user whose home is writable (horovodrun keeps a cache in ~/.horovod). A base image that

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compare import k8s
+from compare.launch import k8s
 from workload.options import Options, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -198,7 +198,7 @@ def wait_for_nothing(cluster: SlurmCluster, job_id: str, within_s: float = 30) -
 
 
 def test_ranks_spread_evenly_over_the_nodes():
-    from compare.slurm import SlurmSettings, nodes_for
+    from compare.launch.slurm import SlurmSettings, nodes_for
     from workload.options import UsageError
 
     assert nodes_for(4, SlurmSettings(nodes=2)) == 2
@@ -218,7 +218,7 @@ def test_ranks_spread_evenly_over_the_nodes():
                              'export MASTER_ADDR="$head_addr"']),
 ])
 def test_batch_script_for_each_form(tmp_path, framework, horovod_form, ddp_form, expected):
-    from compare.slurm import SlurmSettings, build_launch
+    from compare.launch.slurm import SlurmSettings, build_launch
     from workload.options import Options
 
     settings = SlurmSettings(nodes=2, partition="gpu", time_min=7, sbatch_args=("--account=ml",),
@@ -235,7 +235,7 @@ def test_batch_script_for_each_form(tmp_path, framework, horovod_form, ddp_form,
 
 
 def test_failing_rank_from_srun_lines():
-    from compare.slurm import SlurmLaunch, SlurmSettings, failing_rank
+    from compare.launch.slurm import SlurmLaunch, SlurmSettings, failing_rank
 
     log = "srun: error: n2: task 1: Exited with exit code 13\nsrun: error: n1: task 0: Killed\n"
     per_rank = SlurmLaunch("horovod", 2, (0,), "", {}, Path("r"), Path("r/launch.log"), SlurmSettings(), 2)
@@ -251,7 +251,7 @@ def test_failing_rank_from_srun_lines():
 ])
 def test_bad_input_one_line(tmp_path, capsys, args, message):
     from compare.__main__ import main
-    from compare.slurm import unavailable as no_slurm_commands
+    from compare.launch.slurm import unavailable as no_slurm_commands
 
     need(no_slurm_commands())
     code = main(["run", "--scheduler", "slurm", "--steps", "8", "--out", str(tmp_path / "out"), *args])

@@ -37,7 +37,7 @@ def add_parser(commands) -> None:
 
 
 def main(ns: argparse.Namespace) -> int:
-    from compare import k8s
+    from compare.launch import k8s
     from workload.options import options_from_namespace, validate
 
     options = options_from_namespace(ns)

@@ -11,12 +11,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from compare import slurm
 from compare.analysis.parity import MIN_OVERLAP
 from compare.analysis.records import find_runs
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, frameworks, int_list
 from compare.commands.report import publish
 from compare.commands.sweep import SWEEP_WIDTHS, run_sweep
+from compare.launch import slurm
 from compare.launch.commands import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import Outcome, run_launch

@@ -13,7 +13,6 @@ the job's log, as for a local launch. docs/slurm.md explains the scripts.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 import re
@@ -26,6 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compare.launch.logs import failing_rank as launcher_failing_rank
+from compare.launch.logs import log_excerpt
+from compare.launch.process import Outcome
 from workload.files import write_json_atomic
 from workload.options import Options, UsageError, to_argv
 
@@ -332,28 +334,13 @@ def cancel(job_id: str, wait_s: float = 60) -> None:
         time.sleep(0.2)
 
 
-def _launch_api() -> dict:
-    """The local launch's outcome and log reading (imported here: compare.launch is being restructured)."""
-    try:
-        from compare.launch.logs import failing_rank, log_excerpt
-        from compare.launch.process import Outcome
-    except ImportError:
-        from compare.launch import Outcome, failing_rank, log_excerpt  # type: ignore[no-redef]
-    return {"Outcome": Outcome, "failing_rank": failing_rank, "log_excerpt": log_excerpt}
-
-
-@functools.cache
-def _outcome_class() -> type:
+class SlurmOutcome(Outcome):
     """The local launch's Outcome, whose one-line description also names the Slurm job."""
-    base = _launch_api()["Outcome"]
 
-    class SlurmOutcome(base):  # type: ignore[misc, valid-type]
-        job = ""  # "slurm job 12 on n[1-2]", and how it ended when not COMPLETED
+    job = ""  # "slurm job 12 on n[1-2]", and how it ended when not COMPLETED
 
-        def describe(self) -> str:
-            return f"{super().describe()} ({self.job})" if self.job else super().describe()
-
-    return SlurmOutcome
+    def describe(self) -> str:
+        return f"{super().describe()} ({self.job})" if self.job else super().describe()
 
 
 _SRUN_TASK_EXIT = re.compile(r"srun: error: \S+: tasks? (\d+)(?:-\d+)?: Exited with exit code [1-9]")
@@ -361,10 +348,9 @@ _SRUN_TASK_EXIT = re.compile(r"srun: error: \S+: tasks? (\d+)(?:-\d+)?: Exited w
 
 def failing_rank(log: str, launch: SlurmLaunch) -> int | None:
     """srun's own line names the task that exited first; a task is a rank except under torchrun (a node)."""
-    launcher_failing_rank = _launch_api()["failing_rank"]
     tasks_are_ranks = (launch.framework == "horovod" and launch.settings.horovod_form == "srun") or (
         launch.framework == "ddp" and launch.settings.ddp_form == "srun")
-    ranked = launcher_failing_rank(log)
+    ranked = launcher_failing_rank(log)  # the launchers' own summaries first
     if ranked is not None:
         return ranked
     match = _SRUN_TASK_EXIT.search(log)
@@ -374,12 +360,11 @@ def failing_rank(log: str, launch: SlurmLaunch) -> int | None:
 def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None] | None = None,
                poll_s: float = 0.5):
     """Submit, watch until the job leaves the queue, cancel it on a timeout or Ctrl-C; an Outcome."""
-    Outcome, log_excerpt = _outcome_class(), _launch_api()["log_excerpt"]
     started = time.monotonic()
     try:
         job_id = submit(launch)
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        outcome = Outcome(launch, 1, time.monotonic() - started)  # type: ignore[arg-type]
+        outcome = SlurmOutcome(launch, 1, time.monotonic() - started)  # type: ignore[arg-type]
         outcome.log_tail = str(exc)
         with contextlib.suppress(OSError):  # the log the report points at
             launch.log_path.write_text(f"$ {launch.shell_line()}\n{exc}\n")
@@ -409,7 +394,7 @@ def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None
     if state != "COMPLETED" and not returncode:
         returncode = 1  # cancelled or out of time: a failure, whatever the batch script's own status
     slurm_timeout = state == "TIMEOUT"
-    outcome = Outcome(launch, returncode, duration, timed_out or slurm_timeout)  # type: ignore[arg-type]
+    outcome = SlurmOutcome(launch, returncode, duration, timed_out or slurm_timeout)  # type: ignore[arg-type]
     nodes = info.get("NodeList", "")
     reason = (f"over its time limit of {info.get('TimeLimit', '?')}" if slurm_timeout else
               f"cancelled after the {timeout_s:.0f} s timeout" if timed_out else state.lower())
