@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from compare.analysis.parity import STEP_RTOL, stepwise
+from compare.analysis.judge import judge as judge_parity
+from compare.analysis.parity import MIN_OVERLAP, STEP_RTOL, Band, stepwise
 from compare.analysis.records import RecordError, RunRecord, load_run
 from compare.analysis.timing import speed_ratio
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, word_list
@@ -22,6 +23,7 @@ from compare.launch.commands import build_launch
 from compare.launch.process import run_launch
 from compare.names import FRAMEWORKS
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
+from compare.render.verdicts import OUTCOME_WORDS, comparison_summary
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options, UsageError
 
@@ -109,37 +111,26 @@ def median_step(run: RunRecord, warmup: int) -> float:
     return float(np.median(run.step_times[warmup:])) if len(run.step_times) > warmup else float("nan")
 
 
-def eval_gap(hvd: RunRecord, ddp: RunRecord) -> float | None:
-    """The largest relative difference of the evaluation metrics, paired by step (None: nothing to pair)."""
-    theirs = {e["step"]: e for e in ddp.evals}
-    gaps = [abs(a[key] - b[key]) / max(abs(a[key]), abs(b[key])) if a[key] != b[key] else 0.0
-            for a in hvd.evals if (b := theirs.get(a["step"])) is not None
-            for key in ("eval_loss", "eval_accuracy") if key in a and key in b]
-    return max(gaps) if gaps else None
-
-
 def judge(feature: Feature, hvd: RunRecord, ddp: RunRecord, *, warmup: int, rtol: float,
           baseline: tuple[RunRecord, RunRecord] | None = None) -> Row:
-    # Uneven inputs differ only after a rank has joined: every step is held to the tolerance, not the first 20.
-    every_step = {"k": max(len(hvd.losses), len(ddp.losses))} if feature.kind == "uneven" else {}
-    result = stepwise(hvd.losses, ddp.losses, rtol=rtol, **every_step)
     ratio = speed_ratio(hvd.step_times[warmup:], ddp.step_times[warmup:])["step_time_ratio"]
-    row = Row(feature, "", gap=result.max_rel_diff, speed_ratio=ratio)
     if not feature.parity_expected:
-        row.verdict = "no equivalent"
-        row.detail = f"gap to the other side's plain run: {result.max_rel_diff:.2g} (expected: another algorithm)"
-        return row
-    evaluation = eval_gap(hvd, ddp)  # the trained models themselves, not only the losses on the way
-    evals_agree = evaluation is None or evaluation <= rtol
-    row.verdict = "parity holds" if result.passed and evals_agree else "parity fails"
-    row.effect["eval_max_rel_diff"] = evaluation
-    if not result.passed:
-        row.detail = f"first beyond rtol {rtol:g} at step {result.first_divergence_step}"
-    if not evals_agree:
-        row.detail = "; ".join(filter(None, [row.detail, f"evaluation differs: max rel diff {evaluation:.2g}"]))
+        result = stepwise(hvd.loss_by_step, ddp.loss_by_step, rtol=rtol)
+        return Row(feature, "no equivalent", gap=result.max_rel_diff, speed_ratio=ratio,
+                   detail=f"gap to the other side's plain run: {result.max_rel_diff:.2g} (expected: another algorithm)")
+    # The one judge of every verdict (compare/analysis/judge.py): the same job, every step by step number, and
+    # the evaluations (the trained models themselves), against the documented default band.
+    verdict = judge_parity({hvd.seed: hvd}, {ddp.seed: ddp}, band=Band("default", rtol=rtol),
+                           with_end_points=False, a_name="horovod", b_name="ddp")
+    seed = verdict.seeds[0]
+    gaps = [e.gap for e in seed.evals if e.metric == "eval_loss"]
+    row = Row(feature, OUTCOME_WORDS[verdict.outcome], gap=seed.losses.max_rel_diff, speed_ratio=ratio)
+    row.effect["eval_max_rel_diff"] = max(gaps, default=None)
+    if verdict.outcome != "holds":
+        row.detail = comparison_summary(verdict.to_dict())
     if feature.kind == "uneven":
-        row.detail = "; ".join(filter(None, [row.detail, f"{len(hvd.losses)} steps and {len(hvd.evals)} "
-                                             f"evaluations compared, eval max rel diff {evaluation or 0:.2g}"]))
+        row.detail = "; ".join(filter(None, [row.detail, f"{seed.losses.n_common} steps and {len(seed.evals) // 2} "
+                                             f"evaluations compared, eval max rel diff {max(gaps, default=0):.2g}"]))
     if feature.kind == "tuning" and baseline is not None:
         row.effect |= {
             "horovod_tuned_over_default": median_step(hvd, warmup) / median_step(baseline[0], warmup),
@@ -158,8 +149,7 @@ def judge_resume(feature: Feature, full: dict[str, RunRecord], resumed: dict[str
     for direction, run in resumed.items():
         reader = run.framework
         first = run.meta.get("resumed_from_step") or 0
-        tail_full = full[reader].losses[first:]
-        result = stepwise(tail_full, run.losses, k=len(run.losses), rtol=rtol)
+        result = stepwise(full[reader].loss_by_step, run.loss_by_step, band=Band("default", rtol=rtol, k=10**9))
         gaps.append(result.max_rel_diff)
         details.append(f"{direction}: from step {first + 1}, max rel diff {result.max_rel_diff:.2g}")
     passed = all(g is not None and g <= rtol for g in gaps)
@@ -309,6 +299,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def main(ns: argparse.Namespace) -> int:
     check_analysis(ns)
-    if ns.steps < 4:
-        raise UsageError("--steps must be at least 4 (the resume row stops half-way)")
+    if ns.steps < 2 * MIN_OVERLAP:
+        raise UsageError(f"--steps must be at least {2 * MIN_OVERLAP} (the resume row stops half-way, and a "
+                         f"verdict needs {MIN_OVERLAP} common steps)")
     return run_matrix(ns)

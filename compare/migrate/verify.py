@@ -12,9 +12,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
+from compare.launch.process import run_launch
 from workload.files import write_json_atomic
 
 DEFAULT_LOSS_REGEX = r"step\D{0,3}(?P<step>\d+).*?loss\W{0,3}(?P<loss>[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
@@ -25,37 +26,26 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, horovod_run: bool,
                     controller: str) -> dict[str, list[str]]:
-    python = sys.executable
+    """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/commands.py)."""
+    horovod, ddp = [str(original), *script_args], [str(migrated), *script_args]
     if horovod_run:  # the scripts start their own workers
-        return {"horovod": [python, str(original), *script_args], "ddp": [python, str(migrated), *script_args]}
-    horovodrun = str(Path(python).with_name("horovodrun"))
-    torchrun = str(Path(python).with_name("torchrun"))
-    return {
-        "horovod": [horovodrun, "-np", str(np), f"--{controller}", "--network-interfaces", "lo",
-                    "-H", f"localhost:{np}", python, str(original), *script_args],
-        "ddp": [torchrun, "--standalone", "--nproc-per-node", str(np), str(migrated), *script_args],
-    }
+        return {"horovod": [sys.executable, *horovod], "ddp": [sys.executable, *ddp]}
+    return {"horovod": horovodrun(np, controller, [sys.executable, *horovod]), "ddp": torchrun(np, ddp)}
 
 
 def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tuple[int, str]:
-    """Run one launch with RUN_DIR set; its output goes to run_dir/launch.log. Returns (exit status, output)."""
+    """Run one launch with RUN_DIR set, supervised as every launch is (its whole tree stopped on a timeout);
+    its output goes to run_dir/launch.log. Returns (exit status, output)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
     python_path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "RUN_DIR": str(run_dir), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path}
-    started = time.monotonic()
-    try:
-        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout, start_new_session=True, check=False)
-        code, output = done.returncode, done.stdout
-    except subprocess.TimeoutExpired as exc:
-        output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        code, output = 124, output + f"\n(timed out after {timeout:.0f} s)"
-    (run_dir / "launch.log").write_text(f"$ {' '.join(command)}\n{output}")
+    env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path}
+    outcome = run_launch(Launch(name, 0, (0,), command, env, run_dir, run_dir / "launch.log"), timeout)
+    code = 124 if outcome.timed_out else int(outcome.returncode or 0)
+    output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
     log = run_dir / "launch.log"
     shown = log.relative_to(Path.cwd()) if log.is_relative_to(Path.cwd()) else log
-    print(f"  {name}: exit {code} in {time.monotonic() - started:.1f} s ({shown})", flush=True)
+    print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({shown})", flush=True)
     return code, output
 
 

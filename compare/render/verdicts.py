@@ -79,6 +79,10 @@ def comparison_summary(comparison: dict) -> str:
     if outcome == "fails":
         first = comparison["first_divergence"]
         if first is not None:
+            seed = next(s for s in comparison["seeds"] if s["seed"] == first["seed"])
+            if seed["losses"]["first_divergence_step"] is None:  # the training agrees; an evaluation does not
+                return (f"the training losses agree, the evaluation at step {first['step']} differs "
+                        f"(seed {first['seed']})")
             return f"diverges at step {first['step']} (seed {first['seed']})"
         bad = [name for name, r in comparison["end_points"].items() if r["outcome"] == "differs"]
         return f"end points differ: {', '.join(bad)}"
