@@ -139,14 +139,14 @@ def run_suite(ns: argparse.Namespace) -> int:
     write_json_atomic(ns.out / TUNING_RECORD, ns.tuning.record())  # for `compare report` to say it again
     if (warning := mismatch(ns.tuning, options, ns.horovod_controller)) is not None:
         print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
-    total = sum(planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches)
-    reporter = ProgressReporter(total)
+    planned = [planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches]
+    reporter = ProgressReporter(sum(planned))
     outcomes: list[Outcome] = []
     started = time.monotonic()
     try:
         for index, launch in enumerate(launches, 1):
             shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
-            reporter.begin(launch.label, index, len(launches))
+            reporter.begin(launch.label, index, len(launches), planned_steps=planned[index - 1])
             runner = slurm.run_launch if slurm.is_slurm(launch) else run_launch
             outcome = runner(launch, ns.timeout,
                              on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
