@@ -207,14 +207,16 @@ def test_analysis_of_matching_runs_holds(tmp_path):
     analysis = analyse(find_runs(tmp_path))
     json.dumps(analysis, allow_nan=False)
     assert analysis["verdict"]["parity"] == "holds", analysis["verdict"]
-    assert analysis["verdict"]["speed"].startswith("DDP is 1.2")
+    # One launch per side: the speed verdict is withheld (compare run --repeats), the ratio still shown.
+    assert analysis["verdict"]["speed"].startswith("no speed verdict at np 1: 1 round of launches")
+    assert "step-time ratio 1.2" in analysis["verdict"]["speed"]
     level = analysis["levels"][1]
     assert level["world_size"] == 2
     assert set(level["comparisons"]) == {"horovod_vs_ddp", "horovod_vs_reference", "ddp_vs_reference"}
     assert set(level["comparisons"]["horovod_vs_ddp"]["end_points"]) == {"final_loss", "eval_loss",
                                                                           "eval_accuracy"}
     assert level["timing"]["ddp"]["scaling_efficiency"] == pytest.approx(1.0, abs=0.1)
-    assert level["speed"]["ci_low"] <= level["speed"]["step_time_ratio"] <= level["speed"]["ci_high"]
+    assert level["speed"]["step_time_ratio"] == pytest.approx(1.2, abs=0.1)
     assert len(analysis["summary"]) == 5
 
 

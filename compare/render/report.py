@@ -13,6 +13,7 @@ from pathlib import Path
 from compare.analysis.records import RunRecord, jsonable
 from compare.names import JUDGED, display
 from compare.render.blocks import (
+    DASH,
     Block,
     Bullets,
     Code,
@@ -27,6 +28,7 @@ from compare.render.blocks import (
 )
 from compare.render.plots import write_plots
 from compare.render.speed import add_tradeoffs, speed_summary_blocks, timing_blocks, tradeoff_blocks
+from compare.render.verdicts import OUTCOME_WORDS, parity_blocks, parity_line
 from workload.files import write_atomic
 
 REPORT_SCHEMA_VERSION = 1
@@ -64,9 +66,13 @@ def summary_table(analysis: dict) -> str:
 
 def verdict_blocks(analysis: dict) -> list[Block]:
     verdict = analysis["verdict"]
+    warnings = sorted({f"{d['name']} {d['a']} vs {d['b']}" for level in analysis["levels"]
+                       for c in level["comparisons"].values() for d in c["job"]["differences"]
+                       if d["kind"] == "version"})
     return [
-        Heading(1, f"Horovod vs DDP: parity {verdict['parity']}"),
-        Para(f"**Parity {verdict['parity']}.** {verdict['parity_evidence']}"),
+        Heading(1, f"Horovod vs DDP: {OUTCOME_WORDS.get(verdict['parity'], verdict['parity'])}"),
+        Para(f"**{parity_line(analysis)}**"),
+        *([Para(f"**Warning: versions differ between the sides:** {'; '.join(warnings)}.")] if warnings else []),
         Para(f"**Speed:** {verdict['speed']}."),
         *speed_summary_blocks(analysis),
         *([Para(f"**Compared:** {compared(analysis['tuning'])}.")] if analysis.get("tuning") else []),
@@ -82,84 +88,6 @@ def compared(tuning: dict) -> str:
         text = tuning["settings"].get(name, "")
         settings.append(f"{label} `{text}`" if text else f"{label} at its defaults")
     return f"tuned vs tuned, from `{tuning['source']}`: {', '.join(settings)}"
-
-
-def verdict_cell(passed: bool | None, reason: str | None) -> str:
-    return verdict_word(passed) + (f": {reason}" if reason else "")
-
-
-def stepwise_table(comparison: dict) -> Table:
-    headers = ["seed", "steps compared", "max rel diff", "first divergence step", "rel diff there",
-               "abs diff there", "max rel diff, all steps", "verdict"]
-    rows = []
-    for p in comparison["stepwise"]["per_seed"]:
-        worst = num(p["max_rel_diff"], ".2e")
-        if p["max_at_step"] is not None:
-            worst += f" (step {p['max_at_step']})"
-        rows.append([
-            str(p["seed"]),
-            str(p["k"]),
-            worst,
-            num(p["first_divergence_step"], "d"),
-            num(p["first_divergence_gap"], ".2e"),
-            num(p["abs_gap_at_first_divergence"], ".2e"),
-            num(p["max_rel_diff_all"], ".2e"),
-            verdict_cell(p["passed"], p.get("reason")),
-        ])
-    return Table(headers, rows)
-
-
-def statistical_table(comparison: dict) -> Table:
-    a, b = display(comparison["a"]), display(comparison["b"])
-    headers = ["end point", "seeds", f"mean {a}", f"mean {b}", "seed sd (pooled)", "mean diff",
-               f"|mean diff| {comparison_confidence(comparison)} bounds", "margin", "Welch p", "verdict"]
-    rows = []
-    for name, r in comparison["statistical"].items():
-        rows.append([
-            name,
-            str(r["n_seeds"]),
-            num(r["mean_a"], ".5g"),
-            num(r["mean_b"], ".5g"),
-            num(r["pooled_sd"], ".3g"),
-            num(r["mean_diff"], ".2e"),
-            f"{num(r['diff_lower_bound'], '.2e')} to {num(r['diff_upper_bound'], '.2e')}",
-            num(r["margin"], ".2e"),
-            num(r["welch_p"], ".3f"),
-            verdict_cell(r["passed"], r["reason"]),
-        ])
-    return Table(headers, rows)
-
-
-def comparison_confidence(comparison: dict) -> str:
-    confidences = {r["confidence"] for r in comparison["statistical"].values()}
-    return f"{confidences.pop():.0%}" if len(confidences) == 1 else ""
-
-
-def parity_blocks(analysis: dict) -> list[Block]:
-    tol = analysis["tolerance"]
-    blocks: list[Block] = [
-        Heading(2, "Parity"),
-        Para(
-            f"Step-wise tolerance: rtol {tol['stepwise_rtol']:g} on the relative loss difference over the "
-            f"first {tol['stepwise_k']} steps. Statistical margin: {tol['margin_sd']:g} seed-to-seed sd at "
-            f"{tol['confidence']:.0%} confidence."
-        ),
-        Para(f"Why: {tol['justification']}"),
-    ]
-    for level in analysis["levels"]:
-        if not level["comparisons"]:
-            continue
-        blocks.append(Heading(3, f"np {level['world_size']}"))
-        for comparison in level["comparisons"].values():
-            title = f"{display(comparison['a'])} vs {display(comparison['b'])}"
-            blocks.append(Para(f"**{title}: {comparison['verdict']}.** {comparison['evidence']}"))
-            blocks.append(stepwise_table(comparison))
-            if comparison["statistical"]:
-                blocks.append(statistical_table(comparison))
-            if comparison["likely_causes"]:
-                blocks.append(Para("Likely causes:"))
-                blocks.append(Bullets(comparison["likely_causes"]))
-    return blocks
 
 
 PLOT_TITLES = {
