@@ -29,7 +29,7 @@ def three_ways(tmp_path_factory, horovod_built):
 @pytest.mark.parametrize("a,b", [("hvd", "ddp"), ("hvd", "ref"), ("ddp", "ref")])
 def test_agree_over_first_20_steps(three_ways, a, b):
     result = stepwise(three_ways[a], three_ways[b], k=20, rtol=RTOL)
-    assert result.k == 20
+    assert result.n_common >= 20
     assert result.passed, f"{a} vs {b}: max relative difference {result.max_rel_diff:.2e} at step " \
                           f"{result.max_at_step}"
     assert three_ways[a][-1] < three_ways[a][0]  # and it does learn

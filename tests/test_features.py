@@ -37,7 +37,9 @@ def both(tmp_path, *args: str, controller: str = "gloo") -> tuple[list[float], l
 def test_feature_parity(tmp_path, horovod_built, args):
     hvd, ddp = both(tmp_path, *args)
     assert len(hvd) == len(ddp) == 24
-    result = stepwise(hvd, ddp)
+    # fp16 compression: Horovod compresses then averages, DDP's hook divides then sums, each rounding to half
+    # precision (about 5e-4): their losses part at the 1e-5 level within 24 steps, a reduced-precision floor.
+    result = stepwise(hvd, ddp, rtol=1e-4 if "fp16" in args else 1e-5)
     assert result.passed, f"max relative difference {result.max_rel_diff:.2e} at step {result.max_at_step}"
 
 

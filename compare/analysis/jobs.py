@@ -26,7 +26,8 @@ NOT_COMPARED = frozenset({"out", "seeds", "log_every", "round", "resume", "auto_
                           "perturb_init_ulps", "lr_change_at_step", "lr_change_factor"})
 # What a comparison of Horovod and DDP is for: the frameworks' own settings, each ignored by the other side.
 EXPECTED_OPTIONS = frozenset({"fusion_threshold_mb", "cycle_time_ms", "bucket_cap_mb", "gradient_as_bucket_view",
-                              "elastic", "threads"})
+                              "elastic", "threads",
+                              "zero"})  # ZeroRedundancyOptimizer shards the optimizer state: the same updates
 EXPECTED_META = ("framework", "launcher", "backend", "threads")
 # run.json fields that make another job when they differ (beyond the options).
 JOB_META = ("data_world_size", "samples_per_step", "effective_lr", "steps", "workload_source")
