@@ -92,7 +92,17 @@ class RunRecord:
     @property
     def round(self) -> int:
         """Which repeat of the same launch made this run (compare run --repeats); 1 when not repeated."""
-        return int((self.meta.get("options") or {}).get("round") or 1)
+        value = (self.meta.get("options") or {}).get("round")
+        try:
+            return int(value) if value else 1
+        except (TypeError, ValueError):
+            return 1
+
+    @property
+    def is_calibration(self) -> bool:
+        """A calibration run of the parity judge: the same job with its initial weights nudged by an ulp
+        (--perturb-init-ulps), not one of the compared or timed launches."""
+        return bool((self.meta.get("options") or {}).get("perturb_init_ulps"))
 
     @property
     def step_times(self) -> np.ndarray:

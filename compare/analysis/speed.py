@@ -40,23 +40,9 @@ BACKEND_NAMES = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL", "none": "no commu
 YIELD_SETTING = "OMPI_MCA_mpi_yield_when_idle=1"
 
 
-def round_of(run: RunRecord) -> int:
-    """Which repeated launch a run belongs to (run.json options.round; 1 for records without it)."""
-    value = (run.meta.get("options") or {}).get("round")
-    try:
-        return int(value) if value else 1
-    except (TypeError, ValueError):
-        return 1
-
-
-def is_calibration(run: RunRecord) -> bool:
-    """A calibration run of the parity judge (initial weights nudged by an ulp): not one of the timed launches."""
-    return bool((run.meta.get("options") or {}).get("perturb_init_ulps"))
-
-
 def timed(run: RunRecord) -> bool:
     """A Horovod or DDP run of the comparison that ended well."""
-    return run.ok and run.framework in FRAMEWORKS and not is_calibration(run)
+    return run.ok and run.framework in FRAMEWORKS and not run.is_calibration
 
 
 def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> dict:
@@ -82,7 +68,7 @@ def launches(runs: Iterable[RunRecord], world_size: int) -> dict[int, dict[str, 
     found: dict[int, dict[str, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         if timed(run) and run.world_size == world_size:
-            found[round_of(run)][run.framework].append(run)
+            found[run.round][run.framework].append(run)
     return {r: dict(by_framework) for r, by_framework in sorted(found.items())}
 
 
@@ -192,7 +178,7 @@ def compared(world_size: int, runs: Iterable[RunRecord], speed: dict | None) -> 
     """The configurations behind a level's numbers: communication backends, launchers, threads, cores;
     and, when Horovod runs on MPI with ranks that lack a free core, Open MPI's busy-polling named."""
     first: dict[str, RunRecord] = {}
-    for run in sorted(runs, key=lambda r: (round_of(r), r.seed)):
+    for run in sorted(runs, key=lambda r: (r.round, r.seed)):
         if timed(run) and run.world_size == world_size:
             first.setdefault(run.framework, run)
     sides = {f: {"backend": first[f].meta.get("backend"), "launcher": first[f].meta.get("launcher"),
@@ -238,7 +224,7 @@ def first_round_groups(runs: Iterable[RunRecord]) -> dict[tuple[str, int], Group
     """(framework, world size) -> seed -> run, round 1 only (a reference run stands for the size it emulates)."""
     groups: dict[tuple[str, int], Group] = defaultdict(dict)
     for run in sorted(runs, key=lambda r: str(r.path)):
-        if run.ok and round_of(run) == 1 and not is_calibration(run):
+        if run.ok and run.round == 1 and not run.is_calibration:
             size = run.data_world_size if run.framework == "reference" else run.world_size
             groups[(run.framework, size)].setdefault(run.seed, run)
     return dict(groups)
@@ -265,7 +251,7 @@ def startup_s(runs: Iterable[RunRecord]) -> float | None:
     from the launch's start (contention.json) to step 1's wall_time in the first seed's metrics."""
     by_launch: dict[tuple[int, str], RunRecord] = {}
     for run in runs:
-        key = (round_of(run), str(run.path.parent if run.path.name.startswith("seed-") else run.path))
+        key = (run.round, str(run.path.parent if run.path.name.startswith("seed-") else run.path))
         if key not in by_launch or run.seed < by_launch[key].seed:
             by_launch[key] = run
     values = []

@@ -36,18 +36,13 @@ def failure(run: RunRecord) -> dict:
     return entry
 
 
-def is_calibration(run: RunRecord) -> bool:
-    """A calibration run: the same job with its initial weights nudged by an ulp (--perturb-init-ulps)."""
-    return bool((run.meta.get("options") or {}).get("perturb_init_ulps"))
-
-
 def group_runs(runs: list[RunRecord]) -> tuple[dict[tuple[str, int], Group], list[str]]:
     """(framework, world size) -> seed -> run for the runs that ended well, of the first round (later rounds
     of `compare run --repeats` time the job again), calibration runs apart. Two runs for the same
     (framework, world size, seed) are ambiguous: RecordError."""
     groups: dict[tuple[str, int], Group] = defaultdict(dict)
     for run in sorted(runs, key=lambda r: str(r.path)):
-        if not run.ok or run.round != 1 or is_calibration(run):
+        if not run.ok or run.round != 1 or run.is_calibration:
             continue
         group = groups[(run.framework, group_world_size(run))]
         if run.seed in group:
@@ -68,11 +63,11 @@ def calibration_bands(runs: list[RunRecord], rtol: float = STEP_RTOL,
     """(framework, world size) -> the band from that framework's calibration pair: a run and the same run with
     its initial weights nudged by an ulp (the reference stands for the world size it emulates)."""
     plain = {(r.framework, group_world_size(r), r.seed): r for r in runs
-             if r.ok and r.round == 1 and not is_calibration(r)}
+             if r.ok and r.round == 1 and not r.is_calibration}
     bands = {}
     for run in runs:
         key = (run.framework, group_world_size(run), run.seed)
-        if run.ok and is_calibration(run) and key in plain:
+        if run.ok and run.is_calibration and key in plain:
             control = plain[key]
             ulps = run.meta["options"]["perturb_init_ulps"]
             bands[key[:2]] = calibrated_band(
