@@ -105,6 +105,12 @@ class RunRecord:
         return bool((self.meta.get("options") or {}).get("perturb_init_ulps"))
 
     @property
+    def imported(self) -> dict | None:
+        """Where an imported run came from (`compare import`): its log, format and hash; None for a run
+        this project recorded."""
+        return self.meta.get("imported") or None
+
+    @property
     def step_times(self) -> np.ndarray:
         return np.array([s["step_time_s"] for s in self.steps], dtype=np.float64)
 

@@ -41,8 +41,9 @@ YIELD_SETTING = "OMPI_MCA_mpi_yield_when_idle=1"
 
 
 def timed(run: RunRecord) -> bool:
-    """A Horovod or DDP run of the comparison that ended well."""
-    return run.ok and run.framework in FRAMEWORKS and not run.is_calibration
+    """A Horovod or DDP run of the comparison that ended well and was timed here (an imported log's times,
+    if it has any, come from another machine)."""
+    return run.ok and run.framework in FRAMEWORKS and not run.is_calibration and run.imported is None
 
 
 def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> dict:
@@ -167,9 +168,15 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
     return result
 
 
-def speed_verdict(levels: list[dict]) -> str:
+def speed_verdict(levels: list[dict], runs: Iterable[RunRecord] = ()) -> str:
     speeds = [level["speed"]["sentence"] for level in levels if level.get("speed")]
-    return "; ".join(speeds) if speeds else "no world size has both Horovod and DDP runs to compare speed"
+    if speeds:
+        return "; ".join(speeds)
+    imported = sorted({f"{display(r.framework)} np {r.world_size}" for r in runs if r.imported is not None})
+    if imported:
+        return (f"no speed verdict: {', '.join(imported)} {'is' if len(imported) == 1 else 'are'} imported, "
+                "timed on another machine or not at all")
+    return "no world size has both Horovod and DDP runs to compare speed"
 
 
 # ---- what was compared ---------------------------------------------------------------------------------

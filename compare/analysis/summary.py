@@ -198,7 +198,7 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, 
                             allow=allow) for ws in world_sizes]
     add_speed(levels, runs, warmup)
     failures = [failure(r) for r in sorted(runs, key=lambda r: str(r.path)) if not r.ok]
-    speed = speed_verdict(levels)
+    speed = speed_verdict(levels, runs)
     return jsonable({
         "settings": {"warmup": warmup, "rtol": rtol, "k": k, "confidence": CONFIDENCE,
                      "margins": {name: vars(m) for name, m in (margins or {}).items()}, "allow": sorted(allow)},
@@ -208,5 +208,7 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, 
         "summary": summary_rows(levels),
         "failures": failures,
         "runs": [run_summary(r) for r in sorted(runs, key=lambda r: str(r.path))],
+        "imported": [{**identity(r), **{k: r.imported.get(k) for k in ("format", "source", "sha256", "imported_at")}}
+                     for r in sorted(runs, key=lambda r: str(r.path)) if r.imported is not None],
         "notes": notes + coverage_notes(groups),
     })

@@ -76,7 +76,15 @@ def verdict_blocks(analysis: dict) -> list[Block]:
         Para(f"**Speed:** {verdict['speed']}."),
         *speed_summary_blocks(analysis),
         *([Para(f"**Compared:** {compared(analysis['tuning'])}.")] if analysis.get("tuning") else []),
+        *([Para(f"**Imported:** {imported(analysis['imported'])}.")] if analysis.get("imported") else []),
     ]
+
+
+def imported(runs: list[dict]) -> str:
+    """The runs that came from logs (`compare import`), not from launches here: judged on their losses,
+    never timed."""
+    return "; ".join(f"{display(r['framework'])} np {r['world_size']} seed {r['seed']} from `{r['source']}` "
+                     f"({r['format']}, sha256 {str(r['sha256'])[:12]}, imported {r['imported_at']})" for r in runs)
 
 
 def compared(tuning: dict) -> str:
