@@ -4,7 +4,7 @@
 PY ?= .venv/bin/python
 OUT ?= results/latest
 
-.PHONY: setup ensure-setup compare test test-fast lint clean docker-test
+.PHONY: setup ensure-setup compare test test-fast test-campaign lint clean docker-test
 
 setup:
 	bash scripts/setup.sh
@@ -19,7 +19,10 @@ test: ensure-setup
 	$(PY) -m pytest
 
 test-fast: ensure-setup
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not campaign"
+
+test-campaign: ensure-setup
+	$(PY) -m pytest -m campaign
 
 lint: ensure-setup
 	$(PY) -m ruff check .

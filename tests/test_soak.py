@@ -63,6 +63,7 @@ def test_plan_cycles_through_every_combination():
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 @pytest.mark.timeout(300)
 def test_soak_script_leaves_nothing_behind(tmp_path, horovod_built):
     # Horovod Gloo first: its stopped worker ends by the Gloo timeout in about 20 s, torchrun's in about 45 s.

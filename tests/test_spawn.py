@@ -90,7 +90,7 @@ print(hvd_train(Options(**{{**options.__dict__, "out": Path({str(tmp_path / 'hvd
 def test_compare_with_python_launch(tmp_path, horovod_built):
     out = tmp_path / "cmp"
     result = ok(run([sys.executable, "-m", "compare", "run", "--launcher", "spawn", "--np", "2", "--seeds", "0",
-                     "--reference", "off", *JOB[:8], "--out", str(out)]))
+                     "--reference", "off", "--repeats", "1", *JOB[:8], "--out", str(out)]))
     assert "parity holds (" in result.stdout
     assert read_meta(out / "runs" / "ddp-np2")["launcher"] == "spawn"
     assert read_meta(out / "runs" / "horovod-np2")["launcher"] == "horovod.run"

@@ -260,6 +260,7 @@ def test_a_real_difference_is_called_through_the_launchers(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_model_size_sweep(tmp_path):
     out = tmp_path / "sweep"
     result = run([sys.executable, "-m", "compare", "run", "--sweep-model-size", "--sweep-widths", "16,512",
