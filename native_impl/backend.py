@@ -6,6 +6,7 @@ Compare with hvd_impl/backend.py: the same methods, written the way each framewo
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from datetime import timedelta
 
@@ -160,8 +161,10 @@ class DDPBackend(Backend):
         return "monitored_barrier: every rank still answers"
 
     def shutdown(self) -> None:
-        # Leave together: a rank that tears gloo down while another still flushes its last collective
-        # can abort at exit ("terminate called without an active exception").
+        # DDP sits in a reference cycle that holds the process group past destroy_process_group(); left to
+        # the collector at interpreter exit, Gloo's threads find no interpreter and abort ("terminate called
+        # without an active exception"). Collect the finished models first, then leave together.
+        gc.collect()
         dist.barrier()
         dist.destroy_process_group()
 

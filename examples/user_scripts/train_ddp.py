@@ -6,6 +6,7 @@ Then `python -m compare check runs/mine-horovod runs/mine-ddp` says whether the 
 """
 
 import argparse
+import gc
 
 import torch
 import torch.distributed as dist
@@ -45,6 +46,16 @@ def digits() -> tuple[TensorDataset, TensorDataset]:
 def main() -> None:
     args = parse_args()
     dist.init_process_group("gloo")  # torchrun provides the rendezvous
+    try:
+        train(args)
+    finally:
+        # DDP sits in a reference cycle that keeps the process group alive past destroy_process_group();
+        # collected at interpreter exit instead, Gloo can abort ("terminate called without an active exception").
+        gc.collect()
+        dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace) -> None:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -84,7 +95,6 @@ def main() -> None:
                 logits = model.module(x)
                 rec.eval(eval_loss=nn.functional.cross_entropy(logits, y),
                          eval_accuracy=(logits.argmax(1) == y).float().mean())
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
