@@ -42,7 +42,7 @@ DEFAULT_CONFIGS = '[{"name": "default"}]'
 
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--workload", default="mlp", choices=sorted(WORKLOADS))
+    parser.add_argument("--workload", default="mlp", help="a built-in workload or a plug-in (MODULE:FUNCTION)")
     parser.add_argument("--batch-size", type=int, default=32, help="samples per worker per step")
     parser.add_argument("--dataset-size", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker (a config may override)")

@@ -15,6 +15,20 @@ from compare.launch.tuning import load_tuning
 from workload.options import parse_options
 
 pytestmark = pytest.mark.slow
+PLUGIN = """
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+from workload.workloads import Workload
+
+def samples(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return TensorDataset(torch.randn(n, 16, generator=g), torch.randint(0, 4, (n,), generator=g))
+
+def make_workload():
+    return Workload(data=lambda settings: (samples(2048, 0), samples(128, 1)),
+                    model=lambda data: nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)))
+"""
 
 
 def test_bench_quick_writes_well_formed_results(tmp_path, horovod_built):
@@ -59,3 +73,26 @@ def test_bench_quick_writes_well_formed_results(tmp_path, horovod_built):
     text = (out / "bench.md").read_text()
     for heading in ("Harness overhead", "Allreduce bandwidth", "decomposed", "Tuning sweep", "Start-up"):
         assert heading in text
+
+
+def test_bench_takes_a_plugin_workload(tmp_path, horovod_built):
+    """The user's own model (a small one, written as a user would) through the bare loops and the
+    implementations: the harness-overhead part."""
+    plugin = tmp_path / "my_model.py"
+    plugin.write_text(PLUGIN)
+    out = tmp_path / "bench"
+    spec = f"{plugin}:make_workload"
+    ok(run([sys.executable, "-m", "compare", "bench", "--quick", "--workload", spec,
+            "--skip", "allreduce,sweep,costs,e2e", "--out", str(out)], timeout=600))
+    bench = json.loads((out / "bench.json").read_text())
+    assert bench["failures"] == [] and bench["settings"]["workload"] == spec
+    assert {(r["framework"], r["world_size"]) for r in bench["overhead"]} == {("ddp", 2), ("horovod", 2)}
+    assert all(r["ratio"] > 0 and r["bare_median_s"] > 0 for r in bench["overhead"])
+
+
+def test_bench_refuses_a_bad_plugin_in_one_line(tmp_path):
+    result = run([sys.executable, "-m", "compare", "bench", "--workload", "no_such_module:make", "--out",
+                  str(tmp_path / "bench")], timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "no_such_module" in result.stderr
+    assert not (tmp_path / "bench").exists()

@@ -70,6 +70,7 @@ def test_corrupt_record_is_one_line_naming_file_and_line(tmp_path):
     (["run", "--tuned", "THREADS_ENV"], "env.ddp sets OMP_NUM_THREADS"),
     (["run", "--tuned", "ENV_LIST"], "expected an object with lists horovod, ddp"),
     (["run", "--tuned", "BINARY"], "--tuned"),
+    (["matrix", "--workload", "no_such_module:make"], "no module named 'no_such_module'"),
 ])
 def test_bad_input(tmp_path, args, message):
     files = {"BAD_JSON": b"{not json", "BAD_ARGS": json.dumps({"horovod": ["--fusion-threshold-mb", "lots"]}),
@@ -80,7 +81,7 @@ def test_bad_input(tmp_path, args, message):
         if name in args:
             (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
             args = [str(tmp_path / name) if a == name else a for a in args]
-    result = compare(*args, "--out", str(tmp_path / "o")) if args[0] == "run" else compare(*args)
+    result = compare(*args, "--out", str(tmp_path / "o")) if args[0] in ("run", "matrix") else compare(*args)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "o" / "report.md").exists()

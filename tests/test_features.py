@@ -173,10 +173,11 @@ def test_profile_writes_traces_and_timeline(tmp_path, horovod_built):
 @pytest.mark.timeout(1200)
 def test_matrix_command(tmp_path, horovod_built):
     out = tmp_path / "matrix"
-    result = run([sys.executable, "-m", "compare", "matrix", "--steps", "12", "--only",
-                  "ZeRO,resume,SyncBatchNorm", "--out", str(out)], timeout=1100)
+    result = run([sys.executable, "-m", "compare", "matrix", "--steps", "12", "--only", "ZeRO,resume,SyncBatchNorm",
+                  "--workload", "examples/digits_cnn.py:make_workload", "--out", str(out)], timeout=1100)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     matrix = json.loads((out / "matrix.json").read_text())
+    assert matrix["base_options"]["workload"] == "examples/digits_cnn.py:make_workload"  # the user's own model
     verdicts = {row["feature"]: row["verdict"] for row in matrix["rows"]}
     assert verdicts["plain data parallel (baseline)"] == "parity holds"
     assert verdicts["ZeroRedundancyOptimizer"] == "parity holds"

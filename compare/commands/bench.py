@@ -44,7 +44,7 @@ from compare.render.blocks import DASH, Code, Heading, Para, Table, render_markd
 from workload import environment
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options, UsageError, check_writable, parse_options
-from workload.workloads import WORKLOADS
+from workload.workloads import WORKLOADS, load_workload
 
 BENCH_SCHEMA_VERSION = 1
 ROOT = Path(__file__).resolve().parents[2]
@@ -772,7 +772,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true",
                        help="np 2 only, defaults and probes only, small sizes, one round, no tuned runs and no "
                             "end-to-end run (a smoke test: about a minute)")
-    bench.add_argument("--workload", default="mlp", choices=sorted(WORKLOADS), help="the workload to measure")
+    bench.add_argument("--workload", default="mlp",
+                       metavar="{" + ",".join(WORKLOADS) + ",MODULE:FUNCTION,FILE.py:FUNCTION}",
+                       help="the workload to measure: a built-in, or your own (docs/own-job.md)")
     bench.add_argument("--batch-size", type=int, default=32, help="samples per worker per step")
     bench.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     # No argparse default for these: --quick has its own (shown in brackets).
@@ -794,6 +796,7 @@ def settings_from(ns: argparse.Namespace) -> Settings:
     if unknown:
         raise UsageError(f"--skip: unknown part(s) {', '.join(unknown)}; parts are {', '.join(PARTS)}")
     base = QUICK if ns.quick else Settings()
+    load_workload(ns.workload)  # a plug-in that cannot be loaded is one line, before any launch
     settings = replace(base, workload=ns.workload, batch_size=ns.batch_size, threads=ns.threads,
                        timeout=ns.timeout, parts=tuple(p for p in base.parts if p not in ns.skip))
     for name in ("steps", "rounds", "sweep_rounds"):

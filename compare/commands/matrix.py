@@ -26,6 +26,7 @@ from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from compare.render.verdicts import OUTCOME_WORDS, comparison_summary
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options, UsageError
+from workload.workloads import load_workload
 
 MATRIX_SCHEMA_VERSION = 1
 
@@ -184,7 +185,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
     import torch
 
     out: Path = ns.out
-    base = Options(workload="mlp", steps=ns.steps, dataset_size=2048, batch_size=16, seeds=(ns.seed,),
+    base = Options(workload=ns.workload, steps=ns.steps, dataset_size=2048, batch_size=16, seeds=(ns.seed,),
                    epochs=3, log_every=10)
     rows: list[Row] = []
     commands: list[str] = []
@@ -274,7 +275,8 @@ def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options)
                 "machine": environment.host_info()}
     write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
     blocks = [Heading(1, "Feature matrix: Horovod vs DDP at np 2"),
-              Para(f"Workload: mlp, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, float32 on CPU. "
+              Para(f"Workload: {base.workload}, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, "
+                   "float32 on CPU. "
                    f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps "
                    "(every step for uneven inputs, which run past the join into a second epoch), and the "
                    "evaluation metrics at each epoch's end within the same tolerance. "
@@ -286,8 +288,11 @@ def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options)
 def add_parser(commands: argparse._SubParsersAction) -> None:
     matrix = commands.add_parser("matrix", help="every feature on both sides at np 2", formatter_class=DEFAULTS,
                                  description="Run each training feature in its idiomatic form on both frameworks "
-                                             "(np 2, mlp) and write matrix.json and matrix.md.")
+                                             "(np 2, mlp unless --workload) and write matrix.json and matrix.md.")
     matrix.add_argument("--out", type=Path, default=Path("results/matrix"), help="where records and the table go")
+    matrix.add_argument("--workload", default="mlp", metavar="{mlp,digits,lm,MODULE:FUNCTION,FILE.py:FUNCTION}",
+                        help="what every row trains (the SyncBatchNorm row always trains resnet); your own "
+                             "model as in docs/own-job.md")
     matrix.add_argument("--steps", type=int, default=30, help="optimizer steps per run")
     matrix.add_argument("--seed", type=int, default=0)
     matrix.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
@@ -299,6 +304,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def main(ns: argparse.Namespace) -> int:
     check_analysis(ns)
+    load_workload(ns.workload)  # a plug-in that cannot be loaded is one line, before any launch
     if ns.steps < 2 * MIN_OVERLAP:
         raise UsageError(f"--steps must be at least {2 * MIN_OVERLAP} (the resume row stops half-way, and a "
                          f"verdict needs {MIN_OVERLAP} common steps)")
