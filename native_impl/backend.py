@@ -6,7 +6,6 @@ Compare with hvd_impl/backend.py: the same methods, written the way each framewo
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 from datetime import timedelta
 
@@ -161,10 +160,9 @@ class DDPBackend(Backend):
         return "monitored_barrier: every rank still answers"
 
     def shutdown(self) -> None:
-        # DDP sits in a reference cycle that holds the process group past destroy_process_group(); left to
-        # the collector at interpreter exit, Gloo's threads find no interpreter and abort ("terminate called
-        # without an active exception"). Collect the finished models first, then leave together.
-        gc.collect()
+        # A barrier first: Gloo's worker thread lets go of the last collective's tensors only after this rank
+        # has moved on, and if the interpreter is exiting by then it aborts ("terminate called without an
+        # active exception"). The barrier's own tensors are not Python's.
         dist.barrier()
         dist.destroy_process_group()
 

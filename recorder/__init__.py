@@ -53,6 +53,9 @@ class _Single:
     def allgather(self, rows: torch.Tensor) -> torch.Tensor:
         return rows
 
+    def leave(self) -> None:
+        pass
+
     def launcher(self) -> str:
         return "none"
 
@@ -72,6 +75,9 @@ class _Horovod:
         # Named: after an uneven hvd.join(), ranks have run different numbers of steps, and an unnamed
         # collective (named by call count) would wait for a partner that never comes.
         return self.hvd.allgather(rows, name="recorder.gather")  # rows of every rank, in rank order
+
+    def leave(self) -> None:
+        pass  # Horovod's collectives run on its own background thread, which hvd.shutdown() (at exit) joins
 
     def launcher(self) -> str:
         if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo, and horovod.run
@@ -106,6 +112,12 @@ class _TorchDistributed:
         parts = [torch.empty_like(local) for _ in range(self.size)]
         self.dist.all_gather(parts, local)
         return torch.cat(parts).cpu()
+
+    def leave(self) -> None:
+        # Gloo's worker thread can let go of the gather's (Python-owned) tensors after this rank has moved on;
+        # if the script then ends at once, that happens while the interpreter exits, and it aborts
+        # ("terminate called without an active exception"). A barrier's tensors are not Python's.
+        self.dist.barrier()
 
     def launcher(self) -> str:
         if "TORCHELASTIC_RUN_ID" in os.environ:
@@ -336,8 +348,14 @@ class Recorder:
         self.closed = True
         if error is None:
             self._gather_steps()
-        if self.rank != 0:
-            return
+        try:
+            if self.rank == 0:
+                self._write_record(error)
+        finally:
+            if error is None:
+                self.comm.leave()
+
+    def _write_record(self, error: BaseException | None) -> None:
         self._metrics.close()
         status = "ok" if error is None else "failed"
         batches = sorted(self._global_batches)

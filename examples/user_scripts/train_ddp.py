@@ -6,7 +6,6 @@ Then `python -m compare check runs/mine-horovod runs/mine-ddp` says whether the 
 """
 
 import argparse
-import gc
 
 import torch
 import torch.distributed as dist
@@ -46,13 +45,12 @@ def digits() -> tuple[TensorDataset, TensorDataset]:
 def main() -> None:
     args = parse_args()
     dist.init_process_group("gloo")  # torchrun provides the rendezvous
-    try:
-        train(args)
-    finally:
-        # DDP sits in a reference cycle that keeps the process group alive past destroy_process_group();
-        # collected at interpreter exit instead, Gloo can abort ("terminate called without an active exception").
-        gc.collect()
-        dist.destroy_process_group()
+    train(args)
+    # A barrier before leaving: Gloo's worker thread lets go of the last collective's tensors only after this
+    # rank has moved on, and if the interpreter is exiting by then it aborts ("terminate called without an
+    # active exception"). The barrier's own tensors are not Python's.
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def train(args: argparse.Namespace) -> None:
