@@ -77,7 +77,7 @@ class _Horovod:
         return self.hvd.allgather(rows, name="recorder.gather")  # rows of every rank, in rank order
 
     def leave(self) -> None:
-        pass  # Horovod's collectives run on its own background thread, which hvd.shutdown() (at exit) joins
+        self.hvd.barrier()
 
     def launcher(self) -> str:
         if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo, and horovod.run
@@ -114,9 +114,9 @@ class _TorchDistributed:
         return torch.cat(parts).cpu()
 
     def leave(self) -> None:
-        # Gloo's worker thread can let go of the gather's (Python-owned) tensors after this rank has moved on;
-        # if the script then ends at once, that happens while the interpreter exits, and it aborts
-        # ("terminate called without an active exception"). A barrier's tensors are not Python's.
+        # A barrier, also the last collective: Gloo's worker thread can let go of a gather's Python-owned
+        # tensors after this rank has moved on, and if that happens as the interpreter exits it aborts
+        # (compare/launch/logs.py). A barrier's tensors are not Python's.
         self.dist.barrier()
 
     def launcher(self) -> str:
@@ -341,19 +341,22 @@ class Recorder:
         self._clock = time.perf_counter()  # evaluation is not part of the next step's time
 
     def close(self, error: BaseException | None = None) -> None:
-        """End the record: "ok", or "failed" with the error (then without a collective: the other ranks
-        may be gone). Rank 0 renames metrics.jsonl.part to metrics.jsonl only when the run ended well."""
+        """End the record: "ok" once every rank has reached close(), or "failed" with the error (then
+        without a collective: the other ranks may be gone). Rank 0 writes it, and renames
+        metrics.jsonl.part to metrics.jsonl only when the run ended well."""
         if self.closed:
             return
         self.closed = True
         if error is None:
             self._gather_steps()
-        try:
-            if self.rank == 0:
-                self._write_record(error)
-        finally:
-            if error is None:
-                self.comm.leave()
+            try:
+                self.comm.leave()  # every rank is here: an "ok" record is of a whole run
+            except Exception as exc:  # a rank died after its last step: the run failed, and says so
+                if self.rank == 0:
+                    self._write_record(exc)
+                raise
+        if self.rank == 0:
+            self._write_record(error)
 
     def _write_record(self, error: BaseException | None) -> None:
         self._metrics.close()
