@@ -10,6 +10,7 @@ from pathlib import Path
 from compare.analysis.records import RecordError, RunRecord, find_runs
 from compare.analysis.summary import analyse
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis
+from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, tuning_from_record
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
@@ -36,6 +37,9 @@ def _comparison(ns: argparse.Namespace, outcomes: list[Outcome], wall_s: float |
                              else "the host's network (launchers' servers bind every interface)")
     if getattr(ns, "reference_skipped", None):
         record["reference"] = f"skipped: {ns.reference_skipped}"
+    aborted = [f"{o.launch.label} (exit {o.returncode})" for o in outcomes if o.teardown_abort]
+    if aborted:
+        record["teardown"] = f"{', '.join(aborted)}: {TEARDOWN_NOTE}"
     return record
 
 
@@ -62,7 +66,8 @@ def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcome
         write_json_atomic(out / COMPARISON_RECORD, comparison)
     env = environment_from_runs(runs)
     env["host"] = env.get("host") or (environment.host_info() if outcomes else {})
-    env.update({key: comparison[key] for key in ("network", "comparison_wall_s", "reference") if comparison.get(key)})
+    env.update({key: comparison[key] for key in ("network", "comparison_wall_s", "reference", "teardown")
+                if comparison.get(key)})
     tuning = getattr(ns, "tuning", None)
     if tuning is not None:
         env["compared"] = tuning.describe()
@@ -76,6 +81,8 @@ def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcome
         print(f"compared: {tuning.describe()}")
     if comparison.get("reference"):
         print(f"reference: {comparison['reference']}")
+    if comparison.get("teardown"):
+        print(f"teardown: {comparison['teardown']}")
     if wall_s is not None:
         print(f"wall time: {wall_s:.0f} s")
     print(f"report: {paths['md']}  (also {paths['html'].name}, {paths['json'].name})")

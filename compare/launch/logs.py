@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -36,6 +37,31 @@ def failing_rank(log: str) -> int | None:
 
 
 _TELLING = re.compile(r"error|injecting fault|exit with status|Exit code|exitcode|Root Cause|timed? ?out", re.I)
+
+
+# What libstdc++ prints when a thread that takes the GIL while the interpreter finalizes is unwound: Gloo's
+# worker thread letting go of the last collective's Python-owned tensors, or of a comm hook's Python
+# callback, after the rank has left the script. PyTorch's bug (pytorch/pytorch#190489), not the training.
+TEARDOWN_ABORT = "terminate called without an active exception"
+TEARDOWN_NOTE = ("a worker aborted as its interpreter exited, after every record was complete: PyTorch's Gloo "
+                 "teardown race (pytorch/pytorch#190489), not the training; the records stand")
+
+
+def records_complete(run_root: Path, seeds: tuple[int, ...]) -> bool:
+    """Every seed's run.json says "ok" (rank 0 writes it only after the last step of every rank)."""
+    for seed in seeds:
+        try:
+            meta = json.loads((seed_directory(run_root, seed, seeds) / "run.json").read_text())
+        except (OSError, ValueError):
+            return False
+        if not isinstance(meta, dict) or meta.get("status") != "ok":
+            return False
+    return True
+
+
+def aborted_after_the_records(log: str, run_root: Path, seeds: tuple[int, ...]) -> bool:
+    """A launch that failed only because a worker aborted in its interpreter's teardown, the work done."""
+    return TEARDOWN_ABORT in log and records_complete(run_root, seeds)
 
 
 def log_excerpt(path: Path, telling: int = 12, last: int = 12) -> str:

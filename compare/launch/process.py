@@ -18,7 +18,7 @@ import psutil
 
 from compare.launch.commands import Launch
 from compare.launch.contention import CONTENTION_RECORD, ContentionSampler
-from compare.launch.logs import failing_rank, log_excerpt
+from compare.launch.logs import TEARDOWN_NOTE, aborted_after_the_records, failing_rank, log_excerpt
 from compare.launch.remote_cleanup import stop_remote_workers
 from workload.files import write_json_atomic
 
@@ -33,14 +33,16 @@ class Outcome:
     log_tail: str = ""
     notes: list[str] = field(default_factory=list)
     contention: dict | None = None  # what else the machine did meanwhile (compare/launch/contention.py)
+    teardown_abort: bool = False  # failed only in a worker's interpreter teardown, every record complete
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return (self.returncode == 0 or self.teardown_abort) and not self.timed_out
 
     def describe(self) -> str:
         if self.ok:
-            return f"{self.launch.label}: ok in {self.duration_s:.1f} s"
+            also = f" (exit {self.returncode}: {TEARDOWN_NOTE})" if self.teardown_abort else ""
+            return f"{self.launch.label}: ok in {self.duration_s:.1f} s{also}"
         what = f"timed out after {self.duration_s:.0f} s" if self.timed_out else f"exited {self.returncode}"
         rank = f", rank {self.failing_rank} failed first" if self.failing_rank is not None else ""
         return f"{self.launch.label}: {what}{rank}"
@@ -124,6 +126,9 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
     outcome = Outcome(launch, process.returncode, duration, timed_out, notes=remote_notes, contention=contention)
     if not outcome.ok:
         log_text = launch.log_path.read_text(errors="replace")
+        if not timed_out and aborted_after_the_records(log_text, launch.run_root, launch.seeds):
+            outcome.teardown_abort = True
+            return outcome
         outcome.failing_rank = failing_rank(log_text)
         outcome.log_tail = log_excerpt(launch.log_path)
     return outcome

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
+from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
 from workload.files import write_json_atomic
 
@@ -35,7 +36,8 @@ def launch_commands(original: Path, migrated: Path, script_args: list[str], *, n
 
 def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tuple[int, str]:
     """Run one launch with RUN_DIR set, supervised as every launch is (its whole tree stopped on a timeout);
-    its output goes to run_dir/launch.log. Returns (exit status, output)."""
+    its output goes to run_dir/launch.log. Returns (exit status, output): 0 for a launch that failed only
+    in a worker's interpreter teardown after its record was complete (compare/launch/logs.py)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
     python_path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
@@ -46,6 +48,9 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tu
     log = run_dir / "launch.log"
     shown = log.relative_to(Path.cwd()) if log.is_relative_to(Path.cwd()) else log
     print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({shown})", flush=True)
+    if outcome.teardown_abort:
+        print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
+        return 0, output
     return code, output
 
 
