@@ -51,6 +51,12 @@ def job_record(run_dir: Path) -> dict:
     return json.loads((run_dir / "slurm-job.json").read_text())
 
 
+def answer_ctrl_c() -> None:
+    """In the child, before exec: Ctrl-C as at a terminal. A shell that runs the suite in the background
+    (`make test &`) starts it with SIGINT ignored, and Python keeps an inherited SIG_IGN (no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     need(unavailable())
@@ -64,7 +70,7 @@ def cluster(tmp_path_factory):
                             "--steps", "6", "--seeds", "0", "--log-every", "1", "--reference", "off", "--repeats",
                             "1", "--time", "1", "--fail-at-step", "2", "--fail-mode", "hang"),
             cwd=ROOT, env=made.env(launch_env()), stdout=(root / "over-time.log").open("w"), stderr=subprocess.STDOUT,
-            text=True, start_new_session=True)
+            text=True, start_new_session=True, preexec_fn=answer_ctrl_c)
         try:
             yield made
         finally:
@@ -156,7 +162,7 @@ def test_ctrl_c_cancels_the_job(cluster, tmp_path):
     process = subprocess.Popen(compare_command(tmp_path, "--scheduler", "slurm", "--nodes", "2", "--frameworks", "ddp",
                                                "--np", "2", "--epochs", "500", "--seeds", "0", "--reference", "off"),
                                cwd=ROOT, env=cluster.env(launch_env()), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=answer_ctrl_c)
     run_dir = tmp_path / "runs" / "ddp-np2"
     try:
         deadline = time.monotonic() + 180
