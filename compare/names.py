@@ -9,6 +9,7 @@ EXIT_USAGE = 2  # bad input: one line on stderr
 EXIT_RUN_FAILED = 3  # a launch or a recorded run failed
 EXIT_UNDECIDED = 4  # the evidence cannot decide: never read as "holds"
 EXIT_DIFFERENT_JOBS = 5  # the two records are not the same job (options, data, world size...)
+EXIT_NEEDS_A_PERSON = 6  # compare migrate: Horovod uses with no DDP equivalent were flagged
 
 # The parity outcome of compare/analysis/judge.py, as an exit status.
 PARITY_EXIT = {"holds": EXIT_OK, "fails": EXIT_PARITY_FAILS, "undecided": EXIT_UNDECIDED,

@@ -21,7 +21,7 @@ from compare.analysis.timing import speed_ratio
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, word_list
 from compare.launch.commands import build_launch
 from compare.launch.process import run_launch
-from compare.names import FRAMEWORKS
+from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED, FRAMEWORKS
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from compare.render.verdicts import OUTCOME_WORDS, comparison_summary
 from workload.files import write_atomic, write_json_atomic
@@ -213,8 +213,9 @@ def run_matrix(ns: argparse.Namespace) -> int:
     write_matrix(out, rows, commands, base)
     print(render_markdown([matrix_table(rows)]))
     print(f"matrix: {out / 'matrix.md'}  (also matrix.json)")
-    return 3 if any(r.verdict == "failed" for r in rows) else (1 if any(r.verdict == "parity fails" for r in rows)
-                                                                    else 0)
+    if any(r.verdict == "failed" for r in rows):
+        return EXIT_RUN_FAILED
+    return EXIT_PARITY_FAILS if any(r.verdict == "parity fails" for r in rows) else EXIT_OK
 
 
 def past_one_epoch(base: Options, steps: int) -> int:

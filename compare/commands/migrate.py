@@ -16,10 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
 from workload.files import write_atomic
 from workload.options import UsageError
-
-EXIT_NEEDS_A_PERSON = 6  # compare check uses 0-5
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -89,7 +88,7 @@ def main(ns: argparse.Namespace) -> int:
         if ns.launch is None:
             raise UsageError("give a SCRIPT to migrate, or --launch \"horovodrun ...\"")
         print("\n".join(torchrun_lines(ns.launch)))
-        return 0
+        return EXIT_OK
     if ns.script_args and not ns.verify:
         raise UsageError(f"unexpected arguments {' '.join(ns.script_args)} (script arguments go after -- with "
                          "--verify)")
@@ -140,10 +139,10 @@ def main(ns: argparse.Namespace) -> int:
             if not torch.cuda.is_available():
                 print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's "
                       "runs on CPU), and this machine has none", file=sys.stderr)
-                return 3
+                return EXIT_RUN_FAILED
 
         verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
         return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np,
                       horovod_run=migration.uses_horovod_run, controller=ns.horovod_controller,
                       timeout=ns.timeout, loss_regex=ns.loss_regex)
-    return EXIT_NEEDS_A_PERSON if partial else 0
+    return EXIT_NEEDS_A_PERSON if partial else EXIT_OK

@@ -17,6 +17,7 @@ from pathlib import Path
 from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
+from compare.names import EXIT_RUN_FAILED
 from workload.files import write_json_atomic
 
 DEFAULT_LOSS_REGEX = r"step\D{0,3}(?P<step>\d+).*?loss\W{0,3}(?P<loss>[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
@@ -91,19 +92,19 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
         if code != 0:
             tail = "\n".join(output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
-            return 3
+            return EXIT_RUN_FAILED
         if not (dirs[name] / "run.json").exists():
             if loss_regex is None and "import recorder" not in original.read_text(errors="replace"):
                 loss_regex = DEFAULT_LOSS_REGEX
             if loss_regex is None:
                 print(f"verify: the {name} run wrote no run record in {dirs[name]} (does the script take its "
                       "directory from RUN_DIR?)", file=sys.stderr)
-                return 3
+                return EXIT_RUN_FAILED
             found = record_from_output(output, dirs[name], framework=name, np=np, pattern=loss_regex)
             print(f"  {name}: {found} loss lines read from its output", flush=True)
             if found == 0:
                 print(f"verify: no line of the {name} run matches the loss regex {loss_regex!r}", file=sys.stderr)
-                return 3
+                return EXIT_RUN_FAILED
     check = subprocess.run([sys.executable, "-m", "compare", "check", str(dirs["horovod"]), str(dirs["ddp"])],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
                            cwd=PROJECT_ROOT)
