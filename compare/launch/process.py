@@ -126,9 +126,16 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
     outcome = Outcome(launch, process.returncode, duration, timed_out, notes=remote_notes, contention=contention)
     if not outcome.ok:
         log_text = launch.log_path.read_text(errors="replace")
-        if not timed_out and aborted_after_the_records(log_text, launch.run_root, launch.seeds):
-            outcome.teardown_abort = True
-            return outcome
-        outcome.failing_rank = failing_rank(log_text)
-        outcome.log_tail = log_excerpt(launch.log_path)
+        if not only_teardown_failed(outcome, log_text):
+            outcome.failing_rank = failing_rank(log_text)
+            outcome.log_tail = log_excerpt(launch.log_path)
     return outcome
+
+
+def only_teardown_failed(outcome: Outcome, log_text: str) -> bool:
+    """Whether a failed launch failed only in a worker's interpreter teardown, its records complete
+    (compare/launch/logs.py); if so the outcome is marked, and counts as ok."""
+    launch = outcome.launch
+    outcome.teardown_abort = (not outcome.timed_out
+                              and aborted_after_the_records(log_text, launch.run_root, launch.seeds))
+    return outcome.teardown_abort

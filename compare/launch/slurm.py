@@ -27,7 +27,7 @@ from pathlib import Path
 
 from compare.launch.logs import failing_rank as launcher_failing_rank
 from compare.launch.logs import log_excerpt
-from compare.launch.process import Outcome
+from compare.launch.process import Outcome, only_teardown_failed
 from workload.files import write_json_atomic
 from workload.options import Options, UsageError, to_argv
 
@@ -407,6 +407,7 @@ def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None
         "timed_out": outcome.timed_out, "duration_s": round(duration, 2)})
     if not outcome.ok:
         log_text = launch.log_path.read_text(errors="replace") if launch.log_path.exists() else ""
-        outcome.failing_rank = failing_rank(log_text, launch)
-        outcome.log_tail = "\n".join([outcome.notes[-1], log_excerpt(launch.log_path)])
+        if not only_teardown_failed(outcome, log_text):
+            outcome.failing_rank = failing_rank(log_text, launch)
+            outcome.log_tail = "\n".join([outcome.notes[-1], log_excerpt(launch.log_path)])
     return outcome

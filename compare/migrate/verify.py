@@ -37,8 +37,8 @@ def launch_commands(original: Path, migrated: Path, script_args: list[str], *, n
 
 def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tuple[int, str]:
     """Run one launch with RUN_DIR set, supervised as every launch is (its whole tree stopped on a timeout);
-    its output goes to run_dir/launch.log. Returns (exit status, output): 0 for a launch that failed only
-    in a worker's interpreter teardown after its record was complete (compare/launch/logs.py)."""
+    its output goes to run_dir/launch.log. Returns (exit status, output): 0 for every launch that counts as
+    ok, which includes one that failed only in a worker's interpreter teardown (compare/launch/logs.py)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
     python_path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
@@ -51,8 +51,7 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tu
     print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({shown})", flush=True)
     if outcome.teardown_abort:
         print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
-        return 0, output
-    return code, output
+    return (0 if outcome.ok else code), output
 
 
 def record_from_output(output: str, run_dir: Path, *, framework: str, np: int, pattern: str) -> int:
