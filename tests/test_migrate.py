@@ -267,3 +267,12 @@ def test_wrong_hand_translation_fails_the_check(verified):
     check = run([sys.executable, "-m", "compare", "check", str(out / "plain" / "horovod"), str(out / "wrong")])
     assert check.returncode == 1, check.stdout + check.stderr
     assert "parity fails" in check.stdout or "FAIL" in check.stdout
+
+
+def test_the_same_script_migrates_to_the_same_text_every_time():
+    """Statements were once matched to their replacements by id(): a removed statement's id, reused by a
+    node made later, dropped that node (CI lost fp16_clip's `rec.close()` once). Repeated migrations in
+    one process, allocating and freeing as they go, must agree and keep every statement they do not change."""
+    texts = {_migrate("fp16_clip").code for _ in range(30)}
+    assert len(texts) == 1
+    assert "rec.close()\ndist.barrier()\ndist.destroy_process_group()\n" in texts.pop()

@@ -462,7 +462,9 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
         self.changes: list[Change] = []
         self.helpers: list[str] = []
         self.imports: set[tuple[str, str | None, str | None]] = set()
-        self.expand: dict[int, list[cst.BaseStatement]] = {}  # id(updated statement) -> what replaces it
+        # id(updated statement) -> (the statement, what replaces it). The statement is held: a dropped one's id
+        # would be reused by a node made later, which would then be replaced in its stead.
+        self.expand: dict[int, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
         self.model = uses.model
         stmts = [*uses.broadcast_parameters_stmts, *([uses.dist_optimizer_stmt] if uses.dist_optimizer_stmt else [])]
         self.wrap_stmt = max(stmts, key=uses.line) if (stmts and self.model) else None
@@ -709,7 +711,7 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
             out += self._wrap_statements()
         if out is None:
             return updated
-        self.expand[id(updated)] = out
+        self.expand[id(updated)] = (updated, out)
         return updated
 
     def _optimizer_note(self) -> str:
@@ -784,7 +786,9 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
         result: list[cst.BaseStatement] = []
         carried: list[cst.EmptyLine] = []
         for stmt in body:
-            replacement = self.expand.get(id(stmt), [stmt])
+            held, replacement = self.expand.get(id(stmt), (stmt, [stmt]))
+            if held is not stmt:
+                replacement = [stmt]
             if not replacement:
                 carried += stmt.leading_lines  # its comments stay, above the next statement
                 continue
