@@ -316,3 +316,30 @@ def test_the_job_check_names_tuning_variables_but_not_the_interface_choice():
     other = {**meta, "env": {"GLOO_SOCKET_IFNAME": "eth1", "OMP_NUM_THREADS": "2"}}
     differences = check_job(meta, other).differences
     assert [(d.name, d.kind) for d in differences] == [("env.OMP_NUM_THREADS", "expected")]
+
+
+def early_jump(losses: np.ndarray, at: int = 9, size: float = 1e-4) -> np.ndarray:
+    """What one seed of the digits reference does against DDP at np 2 (measured): 1e-7 apart, then a jump to
+    1e-4 at step 9 that stays; its own one-ulp calibration pair jumps the same way at the same step."""
+    return losses * (1 + np.where(np.arange(1, losses.size + 1) >= at, size, 0.0))
+
+
+@pytest.mark.parametrize("calibrated_seeds", [(0, 1), (0,)])
+def test_every_seed_is_calibrated_and_an_early_jump_its_pair_shows_is_noise(tmp_path, calibrated_seeds):
+    write_pair(tmp_path, 2, range(2), reference=True)
+    jumpy = base_losses(1)  # seed 1's reference parts from DDP at step 9, as its calibration pair does
+    write_run(tmp_path / "reference-np2" / "seed-1", framework="reference", world_size=1, data_world_size=2,
+              seed=1, losses=early_jump(jumpy))
+    for seed in calibrated_seeds:
+        reference = load_run(tmp_path / "reference-np2" / f"seed-{seed}").losses
+        write_run(tmp_path / "calibration-reference-np2" / f"seed-{seed}", framework="reference", world_size=1,
+                  data_world_size=2, seed=seed, options={"perturb_init_ulps": 1},
+                  losses=early_jump(reference, size=-1e-4) if seed == 1 else reference * (1 + 1e-7))
+    analysis = analyse(find_runs(tmp_path))
+    comparison = analysis["levels"][0]["comparisons"]["ddp_vs_reference"]
+    if calibrated_seeds == (0, 1):  # the jump is inside the widest pair's band from step 1 on
+        assert analysis["verdict"]["parity"] == "holds", analysis["verdict"]
+        assert comparison["band"]["source"] == "calibrated" and "seeds 0,1" in comparison["band"]["detail"]
+    else:  # seed 0's quiet pair alone cannot know seed 1's jump: a divergence at the floor, named at its step
+        assert analysis["verdict"]["parity"] == "fails"
+        assert comparison["first_divergence"] == {"step": 9, "seed": 1}

@@ -39,9 +39,13 @@ def test_the_same_job_in_bf16_holds(tmp_path, horovod_built):
 
 @pytest.mark.timeout(1500)
 def test_identical_jobs_hold_over_a_long_run_at_np_1_2_and_4(tmp_path, horovod_built):
+    # Four seeds: at np 4 the band runs out of power before the last step and the end points decide over seeds,
+    # where 2 seeds left "undecided" once in CI (Horovod's fusion timing let one seed's chaos start early).
+    # Seed 3's digits reference parts from DDP at step 9 at np 2, as its own one-ulp pair does: only a
+    # calibration of every seed holds it.
     out = tmp_path / "cmp"
     result = run([sys.executable, "-m", "compare", "run", "--np", "1,2,4", "--workload", "digits", "--epochs", "5",
-                  "--seeds", "0,1", "--repeats", "1", "--horovod-controller", "gloo", "--out", str(out)],
+                  "--seeds", "0,1,2,3", "--repeats", "1", "--horovod-controller", "gloo", "--out", str(out)],
                  timeout=1400)
     assert result.returncode == EXIT_OK, result.stdout[-3000:] + result.stderr[-3000:]
     assert "parity holds" in result.stdout

@@ -93,11 +93,11 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
         # The calibration pairs' second halves (docs/parity.md): DDP, and the reference where it runs, again with
         # the initial weights nudged one ulp; their divergence from the first halves measures float chaos.
         if "ddp" in ns.frameworks:
-            calibration = replace(framework_options["ddp"], seeds=options.seeds[:1], perturb_init_ulps=1)
+            calibration = replace(framework_options["ddp"], perturb_init_ulps=1)
             launches.append(make("ddp", world_size, calibration, ns.out / "runs" / f"calibration-np{world_size}",
                                  launcher=ns.launcher, extra_env=tuning.env.get("ddp"), private_network=private))
         if reference and world_size > 1:
-            calibration = replace(options, seeds=options.seeds[:1], perturb_init_ulps=1)
+            calibration = replace(options, perturb_init_ulps=1)
             launches.append(make("reference", world_size, calibration,
                                  ns.out / "runs" / f"calibration-reference-np{world_size}", private_network=private))
     return launches, options, len(data.train)

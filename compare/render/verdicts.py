@@ -17,8 +17,8 @@ def band_text(band: dict) -> str:
     """The step-wise tolerance and where it came from."""
     floor = f"relative loss difference <= {band['rtol']:g} (below {ATOL:g} absolute never counts)"
     if band["source"] == "calibrated":
-        return (f"{floor} over the first {band['k']} steps, then {band['safety']:g}x the divergence of a "
-                f"calibration pair of this job (calibrated: {band['detail']})")
+        return (f"{floor}, or {band['safety']:g}x the divergence of a calibration pair of this job where that is "
+                f"wider, from step 1 (calibrated: {band['detail']})")
     return (f"{floor} over the first {band['k']} steps, then growing tenfold every {band['decade_steps']:g} steps "
             "(the documented default, docs/parity.md; `compare run` calibrates instead)")
 
