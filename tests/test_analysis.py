@@ -343,3 +343,16 @@ def test_every_seed_is_calibrated_and_an_early_jump_its_pair_shows_is_noise(tmp_
     else:  # seed 0's quiet pair alone cannot know seed 1's jump: a divergence at the floor, named at its step
         assert analysis["verdict"]["parity"] == "fails"
         assert comparison["first_divergence"] == {"step": 9, "seed": 1}
+
+
+@pytest.mark.parametrize(("jump", "named"), [(1e-2, False), (3e-5, True)])
+def test_thread_settings_are_named_as_a_cause_of_small_gaps_only(tmp_path, jump, named):
+    """horovodrun leaves OMP_NUM_THREADS unset where torchrun sets 1: float noise, which cannot explain a jump."""
+    write_pair(tmp_path, 2, range(1), ddp_losses=lambda losses, seed: early_jump(losses, at=10, size=jump))
+    for framework, env in (("horovod", {}), ("ddp", {"OMP_NUM_THREADS": "1"})):
+        write_run(tmp_path / f"{framework}-np2" / "seed-0", framework=framework, world_size=2, seed=0, env=env,
+                  losses=early_jump(base_losses(0), at=10, size=jump if framework == "ddp" else 0.0))
+    comparison = analyse(find_runs(tmp_path))["levels"][0]["comparisons"]["horovod_vs_ddp"]
+    assert comparison["outcome"] == "fails" and comparison["first_divergence"]["step"] == 10
+    causes = comparison["likely_causes"]
+    assert any("OMP_NUM_THREADS" in c for c in causes) is named, causes

@@ -52,8 +52,9 @@ def seed_line(seed: dict) -> str:
                 f"{bad['step']} differs: {bad['metric']} {num(bad['a'], '.6g')} vs {num(bad['b'], '.6g')} "
                 f"(gap {num(bad['gap'], '.2e')} > {num(bad['tolerance'], '.2e')})")
     evals = len({e["step"] for e in seed["evals"]})
+    agree = f"{evals} evaluation(s) agree" if evals else "no evaluations to compare"
     return (f"seed {seed['seed']}: every step within the band, max relative difference "
-            f"{num(losses['max_rel_diff'], '.2e')}; {span}; {evals} evaluation(s) agree{power}")
+            f"{num(losses['max_rel_diff'], '.2e')}; {span}; {agree}{power}")
 
 
 def end_point_line(name: str, r: dict) -> str:
