@@ -24,16 +24,17 @@ def likely_causes(verdict: ParityVerdict) -> list[str]:
     first = verdict.first_divergence
     losses = first[1].losses if first else None
     gap, tolerance = (losses.first_divergence_gap, losses.tolerance_at_divergence) if losses else (None, None)
+    small_gap = bool(gap is not None and tolerance and math.isfinite(gap) and gap < SMALL_GAP * tolerance)
     # Summation order and thread counts move a loss by float noise: they can explain a gap near the band, never
     # a jump (horovodrun leaves OMP_NUM_THREADS unset where torchrun sets 1, beside any real bug).
     tuning = [d for d in verdict.job.of_kind("expected") if d.name not in ("framework", "launcher", "backend",
                                                                             "world_size")]
-    if tuning and (gap is None or not tolerance or gap < SMALL_GAP * tolerance):
+    if tuning and (gap is None or small_gap):
         causes.append("settings that change the summation order or threads: " + ", ".join(map(_values, tuning)))
     versions = verdict.job.of_kind("version")
     if versions:
         causes.append("versions differ: " + ", ".join(map(_values, versions)))
-    if first is None or losses is None:
+    if first is None:
         return causes
     step, seed = first
     if losses.nonfinite_step is not None and losses.nonfinite_step == step:
@@ -58,12 +59,12 @@ def likely_causes(verdict: ParityVerdict) -> list[str]:
         causes.append(f"diverged at step {step}, the first step of an epoch: the data order of the new epoch "
                       "differs (DistributedSampler.set_epoch missing on one side, another sampler seed, "
                       "shuffling done differently)")
-    elif verdict.reduced_precision and gap is not None and tolerance and gap < SMALL_GAP * tolerance:
+    elif verdict.reduced_precision and small_gap:
         causes.append(f"diverged at step {step} by a small gap ({gap:.2g} against a tolerance of "
                       f"{tolerance:.2g}) in reduced precision (AMP or fp16 compression): rounding of half-precision "
                       "values differs between the sides; calibrate with the same precision "
                       "(`compare run` does), or allow a wider band (--rtol)")
-    elif gap is not None and tolerance and math.isfinite(gap) and gap < SMALL_GAP * tolerance:
+    elif small_gap:
         causes.append(f"diverged at step {step} by a small, slowly growing gap ({gap:.2g}): summation order "
                       "differs more than the calibration expected (Horovod tensor fusion, "
                       "HOROVOD_FUSION_THRESHOLD=0 makes it deterministic; thread counts; a world size above "
