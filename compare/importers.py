@@ -14,16 +14,14 @@ import io
 import itertools
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from compare.loss_lines import LossLogError, read_loss_log
+
 FORMATS = ("tensorboard", "csv", "jsonl", "text")
 SCHEMA_VERSION = 1
-# Lines such as "step 10 loss 0.52", "Step: 10, Loss: 0.52", "[step=10] train_loss=0.52".
-DEFAULT_TEXT_PATTERN = (r"(?i)\bstep\b\D{0,3}(?P<step>\d+)\b.*?loss\b\s*[:=]?\s*"
-                        r"(?P<loss>[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))")
 LOSS_NAMES = ("loss", "train_loss", "train/loss", "loss/train", "training_loss", "Loss/train", "train_loss_step")
 
 
@@ -37,12 +35,14 @@ class Series:
 
     steps: dict[int, dict] = field(default_factory=dict)  # step -> {"loss": ..., "lr": ..., "wall_time": ...}
     evals: dict[int, dict] = field(default_factory=dict)  # step -> {"eval_loss": ..., "eval_accuracy": ...}
-    replaced: int = 0  # steps logged more than once (a restarted job): the last value is kept
+    # steps logged again with another loss (a restarted job, a counter that restarts): (step, first, kept);
+    # the last value is kept
+    repeated: list[tuple[str, float, float]] = field(default_factory=list)
     fields: dict[str, str] = field(default_factory=dict)  # which column / tag / key became which value
 
     def add_step(self, step: int, values: dict) -> None:
-        if step in self.steps:
-            self.replaced += 1
+        if step in self.steps and self.steps[step].get("loss") != values.get("loss"):
+            self.repeated.append((str(step), self.steps[step]["loss"], values["loss"]))
         self.steps[step] = {**self.steps.get(step, {}), **values}
 
     def add_eval(self, step: int, values: dict) -> None:
@@ -58,7 +58,10 @@ class Fields:
     lr: str | None = None
     eval_loss: str | None = None
     eval_accuracy: str | None = None
-    regex: str | None = None  # text logs: named groups step and loss (and lr) per line
+    regex: str | None = None  # text logs: named groups step and loss (and lr, epoch) per line
+    eval_regex: str | None = None  # text logs: named groups eval_loss, eval_accuracy(_percent)
+    rank: int = 0  # text logs: whose lines count
+    step_from: str = "log"  # text logs: "log" (the step and epoch groups) or "order"
 
 
 def _number(text: object, where: str, what: str) -> float:
@@ -176,30 +179,16 @@ def _flat_keys(entry: dict, prefix: str = "") -> list[str]:
     return keys
 
 
-def compile_pattern(pattern: str | None) -> re.Pattern:
-    try:
-        regex = re.compile(pattern or DEFAULT_TEXT_PATTERN)
-    except re.error as exc:
-        raise LogFormatError(f"--regex: not a valid regular expression ({exc})") from None
-    missing = [name for name in ("step", "loss") if name not in regex.groupindex]
-    if missing:
-        raise LogFormatError(f"--regex needs the named groups (?P<step>...) and (?P<loss>...); it lacks "
-                           f"{', '.join(missing)}")
-    return regex
-
-
 def read_text(text: str, path: Path, fields: Fields) -> Series:
-    regex = compile_pattern(fields.regex)
-    series = Series(fields={"regex": regex.pattern})
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = regex.search(line)
-        if match is None:
-            continue
-        where = f"{path}:{number}"
-        values = {"loss": _number(match["loss"], where, "loss")}
-        if "lr" in regex.groupindex and match["lr"] is not None:
-            values["lr"] = _number(match["lr"], where, "lr")
-        series.add_step(_step(match["step"], where), values)
+    """One rank's loss lines (compare/loss_lines.py: launcher prefixes, glued lines, epoch counters)."""
+    try:
+        log = read_loss_log(text, train=fields.regex, evaluation=fields.eval_regex, rank=fields.rank,
+                            step_from=fields.step_from, where=str(path))
+    except LossLogError as exc:
+        raise LogFormatError(str(exc)) from None
+    series = Series(fields={"regex": log.pattern, "steps": log.step_rule, "rank": str(fields.rank)},
+                    repeated=log.repeated)
+    series.steps, series.evals = log.steps, log.evals
     return series
 
 
@@ -306,7 +295,7 @@ def build_record(series: Series, *, kind: str, source: Path, digest: str, framew
             "format": kind, "source": str(source), "sha256": digest, "fields": series.fields,
             "imported_at": imported_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "step_offset": offset, "steps_logged_every": gaps[0] if len(gaps) == 1 else None if gaps else 1,
-            "steps_logged_twice": series.replaced, "unknown": unknown,
+            "steps_logged_twice": len(series.repeated), "unknown": unknown,
         },
     }
     return meta, lines

@@ -43,9 +43,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     fields.add_argument("--lr-field", default=None, help="column, key or tag of the learning rate")
     fields.add_argument("--eval-loss-field", default=None, help="column, key or tag of an evaluation loss")
     fields.add_argument("--eval-accuracy-field", default=None, help="column, key or tag of an evaluation accuracy")
-    fields.add_argument("--regex", default=None,
-                        help="text logs: a regular expression with named groups step and loss (and lr), "
-                             "searched in each line (default: lines like 'step 10 ... loss 0.52')")
+    text = parser.add_argument_group("text logs (docs/own-job.md: prefixes, ranks, how steps are numbered)")
+    text.add_argument("--regex", default=None,
+                      help="a regular expression with named groups step and loss (and lr; epoch for a counter that "
+                           "restarts every epoch), searched in each line (default: lines like 'step 10 ... loss "
+                           "0.52' or 'Train Epoch: 1 [640/60000 (1%%)]  Loss: 0.31')")
+    text.add_argument("--eval-regex", default=None,
+                      help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
+                           "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%%')")
+    text.add_argument("--rank", type=int, default=0,
+                      help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
+                           "[default0]:)")
+    text.add_argument("--step-from", choices=["log", "order"], default="log",
+                      help="log: the step (and epoch) the line prints; order: the rank's matching lines numbered "
+                           "1, 2, 3...")
     parser.set_defaults(func=main)
 
 
@@ -53,8 +64,14 @@ def main(ns: argparse.Namespace) -> int:
     for flag, value in (("--world-size", ns.world_size), ("--global-batch", ns.global_batch)):
         if value is not None and value <= 0:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
+    if ns.rank < 0 or (ns.world_size is not None and ns.rank >= ns.world_size):
+        raise UsageError(f"--rank {ns.rank} is outside the world size {ns.world_size}" if ns.rank >= 0 else
+                         f"--rank {ns.rank}: ranks count from 0")
+    if ns.format != "text" and (ns.regex, ns.eval_regex, ns.rank, ns.step_from) != (None, None, 0, "log"):
+        raise UsageError("--regex, --eval-regex, --rank and --step-from are for text logs")
     fields = Fields(step=ns.step_field, loss=ns.loss_field, lr=ns.lr_field, eval_loss=ns.eval_loss_field,
-                    eval_accuracy=ns.eval_accuracy_field, regex=ns.regex)
+                    eval_accuracy=ns.eval_accuracy_field, regex=ns.regex, eval_regex=ns.eval_regex, rank=ns.rank,
+                    step_from=ns.step_from)
     try:
         options = dict(parse_option(text) for text in ns.option)
         series = read_series(ns.format, ns.source, fields)
@@ -72,6 +89,12 @@ def main(ns: argparse.Namespace) -> int:
     every = meta["imported"]["steps_logged_every"]
     print(f"imported {len(steps)} steps (steps {steps[0]['step']}-{steps[-1]['step']}) and "
           f"{len(lines) - len(steps)} evaluations from {ns.source} into {ns.out}")
+    for step, first, kept in series.repeated[:3]:
+        print(f"python -m compare: note: step {step} was logged again with another loss ({first:.6g}, then "
+              f"{kept:.6g}; the last is kept): a restarted run, or a counter that restarts (give the regex an "
+              "epoch group, or --step-from order)", file=sys.stderr)
+    if len(series.repeated) > 3:
+        print(f"python -m compare: note: {len(series.repeated) - 3} more steps were logged again", file=sys.stderr)
     if every != 1:
         print(f"python -m compare: note: the log has a loss every {every or 'irregular number of'} steps; "
               "compare check judges the steps that both sides logged", file=sys.stderr)

@@ -16,6 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from compare.loss_lines import LossLogError, compile_patterns
+from compare.migrate.launch_mode import MODES, Undecided, decide
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
 from workload.files import write_atomic
 from workload.options import UsageError
@@ -46,9 +48,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("--horovod-controller", choices=["gloo", "mpi"], default="gloo",
                         help="horovodrun --gloo or --mpi (Adasum needs mpi)")
     verify.add_argument("--timeout", type=float, default=300, help="seconds allowed for each run")
+    verify.add_argument("--launch-mode", choices=MODES, default="auto",
+                        help="cli: horovodrun and torchrun start the workers; api: the script starts them "
+                             "(horovod.run, torch.multiprocessing.spawn); auto: decided from the script and its "
+                             "arguments (a horovod.run under `if args.num_proc:` is api only with --num-proc)")
     verify.add_argument("--loss-regex", default=None,
-                        help="for a script without the recorder: a regex with named groups step and loss, "
-                             "matched on rank 0's printed lines")
+                        help="for a script without the recorder: a regex with named groups step and loss (and "
+                             "epoch, for a counter that restarts each epoch), matched on rank 0's printed lines "
+                             "(default: 'step N ... loss X' or 'Train Epoch: E [N/M (P%%)] Loss: X')")
+    verify.add_argument("--eval-regex", default=None,
+                        help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
+                             "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%%')")
+    verify.add_argument("--step-from", choices=["log", "order"], default="log",
+                        help="log: the step (and epoch) the line prints; order: rank 0's loss lines numbered "
+                             "1, 2, 3...")
     parser.set_defaults(func=main, script_args=[])
     parser.epilog += ("\n\nAfter --: arguments for both runs of --verify ({run_dir} is replaced by each side's run "
                       "directory).")
@@ -94,15 +107,10 @@ def main(ns: argparse.Namespace) -> int:
                          "--verify)")
     if ns.np <= 0 or ns.timeout <= 0:
         raise UsageError("--np and --timeout must be positive")
-    if ns.loss_regex is not None:
-        import re
-
-        try:
-            groups = re.compile(ns.loss_regex).groupindex
-        except re.error as exc:
-            raise UsageError(f"--loss-regex: not a regular expression ({exc})") from None
-        if not {"step", "loss"} <= set(groups):
-            raise UsageError("--loss-regex needs the named groups step and loss: (?P<step>...) and (?P<loss>...)")
+    try:
+        compile_patterns(ns.loss_regex, ns.eval_regex)
+    except LossLogError as exc:
+        raise UsageError(str(exc).replace("--regex", "--loss-regex")) from None
     source = _read_script(ns.script)
     out = ns.out or ns.script.with_name(f"{ns.script.stem}_ddp.py")
     report = ns.report or out.with_suffix(".migration.md")
@@ -115,6 +123,10 @@ def main(ns: argparse.Namespace) -> int:
     try:
         migration = migrate_source(source)
     except NotMigratable as exc:
+        raise UsageError(f"{ns.script}: {exc}") from None
+    try:
+        mode = decide(source, ns.script_args, ns.launch_mode) if ns.verify else None
+    except Undecided as exc:
         raise UsageError(f"{ns.script}: {exc}") from None
     launch = torchrun_lines(ns.launch, (str(ns.script), str(out))) if ns.launch else None
     write_atomic(out, migration.code)
@@ -142,7 +154,7 @@ def main(ns: argparse.Namespace) -> int:
                 return EXIT_RUN_FAILED
 
         verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
-        return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np,
-                      horovod_run=migration.uses_horovod_run, controller=ns.horovod_controller,
-                      timeout=ns.timeout, loss_regex=ns.loss_regex)
+        return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np, mode=mode,
+                      controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
+                      eval_regex=ns.eval_regex, step_from=ns.step_from)
     return EXIT_NEEDS_A_PERSON if partial else EXIT_OK

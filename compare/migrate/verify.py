@@ -1,8 +1,12 @@
-"""--verify: the original under horovodrun and the result under torchrun (np 2, CPU), then `compare check`.
+"""--verify: the original and the result launched as their users launch them (np 2, CPU), then `compare check`.
 
-Each side writes a run record into a directory of its own: the script's recorder reads it from the
-RUN_DIR environment variable (or `{run_dir}` in the script arguments). A script without the recorder is
-judged on the loss lines it prints (--loss-regex), turned into a run record here.
+A horovodrun script runs under horovodrun and its migration under torchrun; a script that starts its own
+workers (horovod.run, decided from its arguments by compare/migrate/launch_mode.py) runs as plain `python`
+on both sides. Every Python process of both jobs prints through the rank tag (compare/migrate/rank_tag/):
+so rank 0's lines are known in every launch, and so is the world size each side really ran at, which must
+be the one asked for. Each side writes a run record into a directory of its own: the script's recorder
+reads it from RUN_DIR (or `{run_dir}` in the script arguments); a script without the recorder is judged on
+rank 0's printed loss lines (compare/loss_lines.py), turned into a run record here.
 """
 
 from __future__ import annotations
@@ -14,96 +18,123 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compare.importers import Series, build_record, metrics_text, source_digest
 from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
+from compare.loss_lines import LossLog, LossLogError, read_loss_log
+from compare.migrate.launch_mode import LaunchMode
 from compare.names import EXIT_RUN_FAILED
-from workload.files import write_json_atomic
+from workload.files import write_atomic, write_json_atomic
 
-DEFAULT_LOSS_REGEX = r"step\D{0,3}(?P<step>\d+).*?loss\W{0,3}(?P<loss>[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
-# horovodrun prefixes each worker's line: "[0]<stdout>:" on Gloo, "[1,0]<stdout>:" on MPI; torchrun does not.
-RANK_PREFIX = re.compile(r"^\[(?:\d+,)?(?P<rank>\d+)\]<std(?:out|err)>:")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+RANK_TAG = Path(__file__).resolve().parent / "rank_tag"
+TAG = re.compile(r"\[verify rank=\d+ size=\d+\]:")
 
 
-def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, horovod_run: bool,
+def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
                     controller: str) -> dict[str, list[str]]:
     """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/commands.py)."""
     horovod, ddp = [str(original), *script_args], [str(migrated), *script_args]
-    if horovod_run:  # the scripts start their own workers
+    if mode == "api":  # the scripts start their own workers
         return {"horovod": [sys.executable, *horovod], "ddp": [sys.executable, *ddp]}
     return {"horovod": horovodrun(np, controller, [sys.executable, *horovod]), "ddp": torchrun(np, ddp)}
 
 
-def run_side(name: str, command: list[str], run_dir: Path, timeout: float) -> tuple[int, str]:
-    """Run one launch with RUN_DIR set, supervised as every launch is (its whole tree stopped on a timeout);
-    its output goes to run_dir/launch.log. Returns (exit status, output): 0 for every launch that counts as
-    ok, which includes one that failed only in a worker's interpreter teardown (compare/launch/logs.py)."""
+def run_side(name: str, command: list[str], run_dir: Path, timeout: float, script_dir: Path) -> tuple[int, str]:
+    """Run one launch with RUN_DIR set and the rank tag loaded, supervised as every launch is (its whole tree
+    stopped on a timeout); its output goes to run_dir/launch.log. Returns (exit status, output): 0 for every
+    launch that counts as ok, which includes one that failed only in a worker's interpreter teardown
+    (compare/launch/logs.py)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
-    python_path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+    # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
+    python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
+                                                os.environ.get("PYTHONPATH")]))
     env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path}
     outcome = run_launch(Launch(name, 0, (0,), command, env, run_dir, run_dir / "launch.log"), timeout)
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
     output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
-    log = run_dir / "launch.log"
-    shown = log.relative_to(Path.cwd()) if log.is_relative_to(Path.cwd()) else log
-    print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({shown})", flush=True)
+    print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})", flush=True)
     if outcome.teardown_abort:
         print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
     return (0 if outcome.ok else code), output
 
 
-def record_from_output(output: str, run_dir: Path, *, framework: str, np: int, pattern: str) -> int:
-    """Write run.json + metrics.jsonl from the printed loss lines (rank 0's, the first of each step)."""
-    regex = re.compile(pattern)
-    losses: dict[int, float] = {}
-    for line in output.splitlines():
-        prefix = RANK_PREFIX.match(line)
-        if prefix and prefix.group("rank") != "0":
-            continue
-        found = regex.search(line[prefix.end():] if prefix else line)
-        if found:
-            losses.setdefault(int(found.group("step")), float(found.group("loss")))
-    steps = sorted(losses)
-    metrics = "".join(json.dumps({"kind": "step", "step": i, "loss": losses[step], "step_time_s": None}) + "\n"
-                      for i, step in enumerate(steps, start=1))
-    part = run_dir / "metrics.jsonl.tmp"
-    part.write_text(metrics)
-    part.replace(run_dir / "metrics.jsonl")
-    write_json_atomic(run_dir / "run.json", {
-        "schema_version": 1, "status": "ok", "error": None, "framework": framework, "world_size": np,
-        "data_world_size": np, "seed": 0, "options": {}, "steps": len(steps),
-        "recorded_by": {"tool": "compare migrate --verify", "loss_regex": pattern, "printed_steps": steps}})
-    return len(steps)
+def _shown(path: Path) -> Path:
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
-def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, horovod_run: bool,
-           controller: str, timeout: float, loss_regex: str | None) -> int:
-    commands = launch_commands(original, migrated, script_args, np=np, horovod_run=horovod_run, controller=controller)
+def record_from_output(output: str, run_dir: Path, *, framework: str, train: str | None = None,
+                       evaluation: str | None = None, step_from: str = "log") -> LossLog:
+    """run.json + metrics.jsonl from rank 0's printed loss and evaluation lines (metrics first, run.json last).
+    Raises LossLogError when the lines cannot be read as rank 0's."""
+    log = read_loss_log(output, train=train, evaluation=evaluation, step_from=step_from,
+                        where=str(_shown(run_dir / "launch.log")))
+    series = Series(steps=log.steps, evals=log.evals, repeated=log.repeated,
+                    fields={"regex": log.pattern, "steps": log.step_rule, "rank": "0"})
+    source = run_dir / "launch.log"
+    meta, lines = build_record(series, kind="text", source=source, digest=source_digest(source) if source.exists()
+                               else "", framework=framework, world_size=log.world_size, seed=0, options={},
+                               global_batch=None)
+    meta["recorded_by"] = {"tool": "compare migrate --verify", "from": "rank 0's printed lines"}
+    write_atomic(run_dir / "metrics.jsonl", metrics_text(lines))
+    write_json_atomic(run_dir / "run.json", meta)
+    return log
+
+
+def _world_size_problem(name: str, world: int | None, np: int, mode: LaunchMode) -> str | None:
+    if world == np:
+        return None
+    if world is None:
+        return (f"verify: cannot tell the world size the {name} side ran at (no rank-tagged line and no world "
+                "size in its run record): nothing compared")
+    hint = ""
+    if mode.mode == "api":
+        hint = "; the script starts its own workers, as many as its arguments say" + (
+            f" (give {mode.option} {np} after --)" if mode.option else "")
+    return f"verify: the {name} side ran at world size {world}, not {np}: nothing compared{hint}"
+
+
+def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, mode: LaunchMode,
+           controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
+           step_from: str = "log") -> int:
+    commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller)
     dirs = {name: out / name for name in commands}
-    print(f"verify: {original.name} under {'horovod.run' if horovod_run else 'horovodrun'} and {migrated.name} "
-          f"under {'torch.multiprocessing.spawn' if horovod_run else 'torchrun'}, np {np}", flush=True)
+    launched = ("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api" else (
+        "horovodrun", "torchrun")
+    print(f"verify: {original.name} under {launched[0]} and {migrated.name} under {launched[1]}, np {np}",
+          flush=True)
+    print(f"  launch: {mode.why}", flush=True)
     for name, command in commands.items():
         for stale in ("run.json", "metrics.jsonl", "metrics.jsonl.part"):
             (dirs[name] / stale).unlink(missing_ok=True)
-        code, output = run_side(name, command, dirs[name], timeout)
+        code, output = run_side(name, command, dirs[name], timeout, original.parent)
         if code != 0:
-            tail = "\n".join(output.strip().splitlines()[-15:])
+            tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
             return EXIT_RUN_FAILED
-        if not (dirs[name] / "run.json").exists():
-            if loss_regex is None and "import recorder" not in original.read_text(errors="replace"):
-                loss_regex = DEFAULT_LOSS_REGEX
-            if loss_regex is None:
-                print(f"verify: the {name} run wrote no run record in {dirs[name]} (does the script take its "
-                      "directory from RUN_DIR?)", file=sys.stderr)
+        record = dirs[name] / "run.json"
+        if record.exists():
+            world = json.loads(record.read_text()).get("world_size")
+        else:
+            try:
+                log = record_from_output(output, dirs[name], framework=name, train=loss_regex,
+                                         evaluation=eval_regex, step_from=step_from)
+            except LossLogError as exc:
+                print(f"verify: the {name} run wrote no run record, and its output cannot be read: {exc}",
+                      file=sys.stderr)
                 return EXIT_RUN_FAILED
-            found = record_from_output(output, dirs[name], framework=name, np=np, pattern=loss_regex)
-            print(f"  {name}: {found} loss lines read from its output", flush=True)
-            if found == 0:
-                print(f"verify: no line of the {name} run matches the loss regex {loss_regex!r}", file=sys.stderr)
-                return EXIT_RUN_FAILED
+            world = log.world_size
+            print(f"  {name}: {len(log.steps)} steps and {len(log.evals)} evaluations read from rank 0's lines "
+                  f"(steps {log.step_rule})", flush=True)
+            for step, first, kept in log.repeated[:3]:
+                print(f"  {name}: step {step} was printed again with another loss ({first:.6g}, then {kept:.6g}; "
+                      "the last is kept)", flush=True)
+        problem = _world_size_problem(name, world, np, mode)
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_RUN_FAILED
     check = subprocess.run([sys.executable, "-m", "compare", "check", str(dirs["horovod"]), str(dirs["ddp"])],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
                            cwd=PROJECT_ROOT)
