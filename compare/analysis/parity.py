@@ -145,6 +145,7 @@ class StepwiseResult:
     abs_gap_at_first_divergence: float | None = None
     nonfinite_step: int | None = None  # the first step where exactly one side is NaN or infinite
     judged_until: int | None = None  # the last step at which the band was below SATURATION
+    identical_through: int | None = None  # every common step from the first through this one bit-identical
     steps: list[int] = field(default_factory=list)
     rel_diffs: list[float] = field(default_factory=list)
     tolerances: list[float] = field(default_factory=list)
@@ -174,6 +175,7 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
     over = [i for i, (r, t) in enumerate(zip(rel, tol, strict=True)) if r > t and t < SATURATION]
     nonfinite = next((s for s in common if math.isfinite(a[s]) != math.isfinite(b[s])), None)
     first = over[0] if over else None
+    equal = next((i for i, s in enumerate(common) if a[s] != b[s]), len(common))  # exactly, not within ATOL
     return StepwiseResult(
         passed=first is None and nonfinite is None, n_a=len(a), n_b=len(b), n_common=len(common),
         first_step=common[0], last_step=common[-1], max_rel_diff=rel[worst], max_at_step=common[worst],
@@ -182,6 +184,7 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
         tolerance_at_divergence=tol[first] if first is not None else None,
         abs_gap_at_first_divergence=abs(a[common[first]] - b[common[first]]) if first is not None else None,
         nonfinite_step=nonfinite, judged_until=judged[-1] if judged else None,
+        identical_through=common[equal - 1] if equal else None,
         steps=common, rel_diffs=rel, tolerances=tol)
 
 
