@@ -23,7 +23,7 @@ from compare.migrate.verify import record_from_output
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
 RUNNABLE = ["plain", "accumulation", "fp16_clip", "amp", "checkpoint_resume", "uneven_join", "horovod_run",
-            "metric_average"]
+            "metric_average", "inner_accumulation"]
 NOT_ON_CPU = ["sync_batchnorm"]
 FLAGGED = {"adasum": {"Adasum"}, "elastic": {"elastic"}, "unknown_call": {"unrecognised", "timeline"}}
 # What each rewrite must contain (and, below, must no longer contain).
@@ -50,6 +50,11 @@ MUST_CONTAIN = {
     "horovod_run": ["ranks = run_spawned(train, args=(args.lr, args.epochs, args.seed, run_dir), np=args.np)",
                     "torch.multiprocessing.spawn(", "    return dist.get_rank()"],
     "metric_average": ["avg_tensor = all_reduce_mean(tensor)", "return result / dist.get_world_size()"],
+    "inner_accumulation": ["        passes = range(0, len(data), args.batch_size)\n        for i in passes:\n",
+                           "            with contextlib.nullcontext() if i == passes[-1] else model.no_sync():\n"
+                           "                loss.backward()\n",
+                           "loss.div_(math.ceil(float(len(data)) / args.batch_size))",
+                           "        # Gradient is applied across all ranks\n        optimizer.step()"],
 }
 GONE = ["synchronize", "skip_synchronize", "DistributedOptimizer"]  # attributes that must not remain
 
@@ -209,9 +214,9 @@ def test_script_arguments_after_double_dash():
 
 def test_loss_lines_become_a_run_record(tmp_path):
     output = "\n".join(["[0]<stdout>:step 1 loss 2.5", "[1]<stdout>:step 1 loss 9.0", "[0]<stdout>:step 2 loss 2.25",
-                        "[1,0]<stdout>:step 3 loss 2.0", "noise"])
-    assert record_from_output(output, tmp_path, framework="horovod", np=2,
-                              pattern=r"step (?P<step>\d+) loss (?P<loss>[\d.]+)") == 3
+                        "[1,0]<stdout>:[verify rank=0 size=2]:step 3 loss 2.0", "noise"])
+    log = record_from_output(output, tmp_path, framework="horovod", train=r"step (?P<step>\d+) loss (?P<loss>[\d.]+)")
+    assert len(log.steps) == 3 and log.world_size == 2
     from compare.analysis.records import load_run
 
     record = load_run(tmp_path)

@@ -145,6 +145,11 @@ def main(ns: argparse.Namespace) -> int:
             return EXIT_NEEDS_A_PERSON
         from compare.migrate.verify import verify
 
+        if migration.lightning:
+            print("migrate: not verified: the original's Trainer runs on Horovod's Lightning accelerator, which "
+                  "Lightning 2 no longer has, so it cannot run here; run the migrated script under torchrun",
+                  file=sys.stderr)
+            return EXIT_RUN_FAILED
         if migration.has_sync_batchnorm:
             import torch
 

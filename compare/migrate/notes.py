@@ -53,6 +53,24 @@ COMPRESSION_HOOK = ("compression=: a DDP communication hook. Both cast to float1
                     "Horovod divides after the float16 sum, the hook before it, so results agree to about 1e-7.")
 ACCUMULATION = ("backward_passes_per_step=k: Horovod reduces on every k-th backward(); DDP reduces in every "
                 "backward() except inside no_sync(). The condition that guards optimizer.step() decides.")
+INNER_ACCUMULATION = (
+    "backward_passes_per_step=k, backward() in an inner loop and optimizer.step() after that loop: DDP "
+    "all-reduces in every backward() unless it runs under model.no_sync(), Horovod once per k backward passes "
+    "(or in step() when fewer ran). So every pass but the inner loop's last runs under no_sync() and the "
+    "gradients summed over the passes are averaged once, in the last backward(), as Horovod averages them once. "
+    "The loss scaling by the number of sub-batches stays as it was, on both sides. Exact when the loop runs at "
+    "most k passes: k equal to the number of passes (the usual set-up), or fewer (a short last batch: Horovod "
+    "reduces in step() then). With more than k passes the two differ: Horovod stops with an AssertionError "
+    "('Gradients were computed more than backward_passes_per_step times'), DDP still syncs once, on the last "
+    "pass. Equivalence needs k == the number of passes (or more).")
+INNER_LOOP_RANGE = (
+    "The inner loop's range is held in a variable before the loop (evaluated once, as the loop evaluated it), "
+    "so the last pass is told exactly: `i == passes[-1]` for any start, stop and step (negative too), since a "
+    "range's values are distinct and indexing it takes constant time.")
+INNER_LOOP_ITERABLE = (
+    "The inner loop iterates over mark_last(...): the same items in the same order, each with whether it is the "
+    "last, so the last pass is known before its backward() without knowing the length. It reads one item ahead "
+    "(each is fetched one pass earlier than before), and never turns the iterable into a list.")
 SYNCHRONIZE = "Dropped: with DDP the gradients are already averaged when backward() returns."
 SKIP_SYNCHRONIZE = "Unwrapped: there is no separate synchronize() to skip under DDP."
 JOIN = ("hvd.join() after the loop -> Join([model]) around it: a rank out of batches shadows the others' "
@@ -90,3 +108,55 @@ ELASTIC = ("Elastic Horovod (hvd.elastic.run, TorchState, state.commit()) has no
            "--max-restarts with checkpoints (--nnodes MIN:MAX across hosts) and resume from the last one.")
 TIMELINE = "Horovod's timeline: use torch.profiler (its trace per rank) instead."
 PROCESS_SETS = "Horovod process sets: dist.new_group(ranks) and pass group= to each collective."
+
+# Lightning: a Trainer that Horovod drove (accelerator/strategy/plugins "horovod", HorovodStrategy)
+LIGHTNING_STRATEGY = (
+    "Lightning 2 has no Horovod accelerator, strategy or plugin (removed in 2.0); its DDP strategy is the "
+    "counterpart: DistributedDataParallel averages the gradients in backward(), as Horovod's DistributedOptimizer "
+    "did under Lightning 1.x. Under torchrun Lightning reads RANK, WORLD_SIZE, LOCAL_RANK and GROUP_RANK from the "
+    "environment (TorchElasticEnvironment) and starts no processes of its own, as under horovodrun; the process "
+    "group's backend follows the device (Gloo on CPU, NCCL on GPUs).")
+LIGHTNING_ACCELERATOR = (
+    "gpus= is gone in Lightning 2. Under Horovod it meant one GPU per process (the local rank's), and no gpus= "
+    "(or 0) the CPU: accelerator='gpu' or 'cpu' keeps that device kind. Lightning 2's default, 'auto', would "
+    "take a GPU where the original trained on the CPU.")
+LIGHTNING_DEVICES = (
+    "Under torchrun Lightning takes the world from the environment and requires devices x num_nodes == "
+    "WORLD_SIZE (a ValueError otherwise; devices='auto' would count this machine's GPUs, or 1 CPU): devices is "
+    "the processes per node, torchrun's LOCAL_WORLD_SIZE (--nproc-per-node), and num_nodes the nodes, "
+    "GROUP_WORLD_SIZE. Each process takes device LOCAL_RANK, as Horovod pinned hvd.local_rank(). Started "
+    "without torchrun, both are 1: one process.")
+LIGHTNING_DROPPED = ("Removed: under torchrun the devices and nodes are torchrun's (devices= and num_nodes= "
+                     "above); gpus= and num_processes= no longer exist in Lightning 2.")
+LIGHTNING_INIT = (
+    "Removed, not dist.init_process_group(): Lightning's strategy makes the process group itself when "
+    "trainer.fit() starts (from torchrun's environment, with the backend for its device) and owns it, so "
+    "nothing destroys it at the end of the script either.")
+LIGHTNING_SHUTDOWN = "Removed: Lightning owns the process group (see hvd.init() above)."
+LIGHTNING_RANK = (
+    "There is no process group before trainer.fit() (Lightning makes it), so dist.get_rank() would raise "
+    "there: torchrun's variable is read instead, the same number as trainer.global_rank / trainer.world_size "
+    "/ trainer.local_rank, valid before and after the Trainer exists (0, or 1 for a size, in one plain process).")
+LIGHTNING_RANK_GUARD = "A rank-0-only block (saving, printing): the same condition on torchrun's RANK."
+LIGHTNING_SAMPLER = (
+    "The explicit num_replicas/rank stay (now torchrun's WORLD_SIZE and RANK): DistributedSampler's defaults "
+    "would ask a process group that does not exist yet. Lightning keeps a DistributedSampler it is given.")
+LIGHTNING_IMPORT = ("horovod.torch is gone: Lightning's strategy does the distributed work; os is imported for "
+                    "torchrun's variables.")
+LIGHTNING_IMPORT_CLASS = ("Lightning 2 has no HorovodStrategy/HorovodPlugin (the import would fail): removed with "
+                          "its use.")
+# needs a person (Lightning)
+LIGHTNING_UNTRANSLATABLE = (
+    "Horovod in a Lightning Trainer that is not translated (HorovodStrategy(...) with arguments, a plugin or "
+    "strategy of the script's own, or another Horovod argument): Lightning 2 has no Horovod strategy. Use "
+    "strategy='ddp' (or DDPStrategy(...)), accelerator='cpu'/'gpu', devices=int(os.environ['LOCAL_WORLD_SIZE']), "
+    "num_nodes=int(os.environ['GROUP_WORLD_SIZE']) under torchrun (docs/migration.md).")
+LIGHTNING_HOROVOD_CLASS = ("Lightning's HorovodStrategy/HorovodPlugin used other than as a Trainer's strategy= or "
+                           "plugins=: Lightning 2 has none; port it to DDPStrategy by hand.")
+LIGHTNING_SUBCLASS = ("A subclass of Lightning's Horovod strategy: Lightning 2 has no Horovod strategy; port it to "
+                      "DDPStrategy by hand and give it as the Trainer's strategy=.")
+LIGHTNING_HOROVOD_STRING = (
+    "The string 'horovod' outside a Trainer argument that was rewritten: if it selects Lightning's Horovod "
+    "accelerator or strategy (e.g. through a dict of Trainer arguments), use 'ddp' as in the Trainer above.")
+LIGHTNING_WRAPS = ("In a Lightning script the strategy wraps the model in DDP and averages the gradients: "
+                   "remove this Horovod wrapping/broadcast by hand (Lightning broadcasts rank 0's weights itself).")

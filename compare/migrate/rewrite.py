@@ -42,6 +42,23 @@ class Flag:
 
 
 @dataclasses.dataclass
+class InnerLoop:
+    """An inner `for` loop (backward() in its body, optimizer.step() after it): how its last pass is told."""
+    name: str          # the variable that holds the range (`passes`), or the last-pass flag (`is_last_pass`)
+    condition: str     # true on the last pass: `i == passes[-1]`, or `is_last_pass`
+    over_range: bool   # `for i in range(...)`; otherwise any iterable, through mark_last()
+
+
+@dataclasses.dataclass
+class TrainerPlan:
+    """A Lightning Trainer(...) that Horovod drove, and the DDP arguments that replace Horovod's."""
+    replaced: set[int]                # ids of the Horovod arguments; the new ones take the first one's place
+    dropped: set[int]                 # ids of gpus=, devices=, num_nodes=, num_processes=
+    new_args: list[tuple[str, str]]   # (keyword, code): strategy, accelerator (unless kept), devices, num_nodes
+    plugins_kept: dict[int, list[int]]  # id(plugins= argument) -> the indices of its other plugins, kept
+
+
+@dataclasses.dataclass
 class Migration:
     source: str
     code: str
@@ -49,6 +66,7 @@ class Migration:
     flags: list[Flag]
     uses_horovod_run: bool = False
     has_sync_batchnorm: bool = False
+    lightning: bool = False  # a Horovod-driven Lightning Trainer: the original cannot run under Lightning 2
 
 
 # hvd.X() -> an expression (a string parsed once)
@@ -76,6 +94,17 @@ NEEDS_A_PERSON = {
     "remove_process_set": ("process sets", notes.PROCESS_SETS),
     "global_process_set": ("process sets", notes.PROCESS_SETS),
 }
+# In a Lightning script there is no process group before trainer.fit() (Lightning makes it): torchrun's variables.
+LIGHTNING_CALLS = {
+    "rank": 'int(os.environ.get("RANK", 0))',
+    "size": 'int(os.environ.get("WORLD_SIZE", 1))',
+    "local_rank": 'int(os.environ.get("LOCAL_RANK", 0))',
+    "local_size": 'int(os.environ.get("LOCAL_WORLD_SIZE", 1))',
+    "cross_rank": 'int(os.environ.get("GROUP_RANK", 0))',
+    "cross_size": 'int(os.environ.get("GROUP_WORLD_SIZE", 1))',
+}
+LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
+LIGHTNING_HOROVOD_CLASSES = {"HorovodStrategy", "HorovodPlugin"}
 HANDLED = {*SIMPLE_CALLS, "init", "shutdown", "allreduce", "allreduce_", "allgather", "broadcast", "broadcast_",
            "allgather_object", "broadcast_object", "broadcast_parameters", "broadcast_optimizer_state",
            "DistributedOptimizer", "join", "SyncBatchNorm", "Compression.fp16", "Compression.none"}
@@ -135,6 +164,20 @@ def broadcast_object(obj, src=0):
     dist.broadcast_object_list(box, src=src)
     return box[0]
 ''',
+    "mark_last": '''
+def mark_last(iterable):
+    """backward_passes_per_step=k over an inner loop: each item with whether it is the last pass, whose
+    backward() DDP syncs (the items and their order unchanged; each is read one pass ahead)."""
+    iterator = iter(iterable)
+    try:
+        item = next(iterator)
+    except StopIteration:
+        return
+    for following in iterator:
+        yield False, item
+        item = following
+    yield True, item
+''',
     "run_spawned": '''
 def _spawned_worker(local_rank, fn, np, port, args, kwargs, results):
     # What torchrun would set: init_process_group() reads it (env://).
@@ -172,6 +215,19 @@ def _arg(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | No
 
 def _keywords(call: cst.Call) -> dict[str, cst.BaseExpression]:
     return {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+
+
+def _is_lightning_module(name: str | None) -> bool:
+    return bool(name) and name.split(".")[0] in LIGHTNING_PACKAGES  # type: ignore[union-attr]
+
+
+def _is_horovod_string(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.SimpleString) and str(node.evaluated_value).lower() == "horovod"
+
+
+def _elements(value: cst.BaseExpression) -> list[cst.BaseElement] | None:
+    """The elements of a list or tuple display, else None."""
+    return list(value.elements) if isinstance(value, (cst.List, cst.Tuple)) else None
 
 
 def _expr(code: str) -> cst.BaseExpression:
@@ -218,7 +274,9 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         self.dist_optimizer_call: cst.Call | None = None
         self.broadcast_parameters_stmts: list[cst.SimpleStatementLine] = []
         self.join_loops: dict[int, cst.CSTNode] = {}   # id(loop) -> the hvd.join() statement that follows it
-        self.accumulate: dict[int, cst.BaseExpression] = {}  # id(backward statement) -> the sync condition
+        self.accumulate: dict[int, tuple[str, str]] = {}  # id(backward statement) -> (the sync condition, note)
+        self.inner_loops: dict[int, InnerLoop] = {}  # id(inner for loop) -> how its last pass is told
+        self._names: set[str] | None = None
         self.backward_stmts: list[cst.SimpleStatementLine] = []
         self.step_guards: list[cst.If] = []
         self.init_stmt: cst.SimpleStatementLine | None = None
@@ -227,6 +285,17 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         self.has_sync_batchnorm = False
         self.rank_guards: list[cst.If] = []
         self.commit_calls: list[cst.Call] = []
+        # Lightning: a Trainer that Horovod drove (accelerator/strategy/plugins "horovod", HorovodStrategy())
+        self.lightning_names: dict[str, str] = {}  # bound name -> what it names ("pl" -> "pytorch_lightning")
+        self.lightning_imports: list[cst.ImportFrom] = []  # those that import Lightning's Horovod classes
+        self.horovod_class_refs: list[tuple[str | None, cst.CSTNode]] = []  # (the imported name, the use)
+        self.horovod_subclasses: set[str] = set()
+        self.horovod_strings: list[cst.SimpleString] = []
+        self.trainers: dict[int, TrainerPlan] = {}  # id(Trainer call) -> its rewrite
+        self.consumed: set[int] = set()  # ids of the Horovod strings and class uses those rewrites replace
+        self.lightning = False  # a Trainer was Horovod-driven: Lightning makes and owns the process group
+        self.removable_lightning_names: set[str] = set()  # imported Horovod class names no use is left of
+        self.init_calls: list[cst.Call] = []
 
     # helpers
     def line(self, node: cst.CSTNode) -> int:
@@ -271,9 +340,25 @@ class HorovodUses(m.MatcherDecoratableVisitor):
             elif name and name.startswith("horovod"):
                 self.hvd_imports.append(node)
                 self.flag(node, "unrecognised", f"import of {name}: only horovod.torch is migrated")
+            elif _is_lightning_module(name):
+                if alias.asname:
+                    self.lightning_names[bound] = name  # type: ignore[index,assignment]
+                else:  # `import lightning.pytorch` binds `lightning`
+                    self.lightning_names[name.split(".")[0]] = name.split(".")[0]  # type: ignore[union-attr]
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         module = get_full_name_for_node(node.module) if node.module else ""
+        if _is_lightning_module(module):
+            if isinstance(node.names, cst.ImportStar):
+                self.lightning_names["Trainer"] = f"{module}.Trainer"
+                return
+            for alias in node.names:
+                name = get_full_name_for_node(alias.name) or ""
+                self.lightning_names[get_full_name_for_node(alias.asname.name) if alias.asname else name] = \
+                    f"{module}.{name}"  # type: ignore[index]
+                if name in LIGHTNING_HOROVOD_CLASSES and node not in self.lightning_imports:
+                    self.lightning_imports.append(node)
+            return
         if not module or not module.startswith("horovod"):
             return
         self.hvd_imports.append(node)
@@ -287,11 +372,151 @@ class HorovodUses(m.MatcherDecoratableVisitor):
             self.flag(node, category, f"from {module} import ...: not migrated; rewrite with "
                                       "`import horovod.torch as hvd`")
 
+    # Lightning
+    def lightning_name(self, node: cst.CSTNode | None) -> str | None:
+        """'pytorch_lightning.Trainer' for pl.Trainer after `import pytorch_lightning as pl`, else None."""
+        name = _dotted(node)
+        head, _, rest = (name or "").partition(".")
+        base = self.lightning_names.get(head)
+        return None if base is None else (f"{base}.{rest}" if rest else base)
+
+    def is_trainer(self, node: cst.CSTNode) -> bool:
+        return (self.lightning_name(node) or "").split(".")[-1] == "Trainer"
+
+    def is_horovod_class(self, node: cst.CSTNode | None) -> bool:
+        """Lightning's HorovodStrategy / HorovodPlugin (not a subclass of the script's own)."""
+        return (self.lightning_name(node) or "").split(".")[-1] in LIGHTNING_HOROVOD_CLASSES
+
+    def visit_Name(self, node: cst.Name) -> None:
+        parent = self.parents[node]
+        if isinstance(parent, (cst.ImportAlias, cst.AsName)) or (isinstance(parent, cst.Attribute)
+                                                                 and parent.attr is node):
+            return
+        if not isinstance(parent, cst.Attribute) and self.is_horovod_class(node):
+            self.horovod_class_refs.append((node.value, node))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if _is_horovod_string(node):
+            self.horovod_strings.append(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if any(self.is_horovod_class(base.value) or _dotted(base.value) in self.horovod_subclasses
+               for base in node.bases):
+            self.horovod_subclasses.add(node.name.value)
+            self.flag(node, "Lightning", notes.LIGHTNING_SUBCLASS)
+
+    def _horovod_value(self, value: cst.BaseExpression) -> bool:
+        """'horovod', HorovodStrategy() or HorovodPlugin() (Lightning's, with or without arguments)."""
+        if _is_horovod_string(value):
+            return True
+        return (isinstance(value, cst.Call) and self.is_horovod_class(value.func)) or self.is_horovod_class(value)
+
+    def _mentions_horovod(self, node: cst.CSTNode) -> bool:
+        """A 'horovod' string, a name with Horovod in it, or a subclass of Lightning's Horovod strategy (comments
+        do not count)."""
+        return any(_is_horovod_string(n) or (isinstance(n, cst.Name) and (
+            "horovod" in n.value.lower() or n.value in self.horovod_subclasses))
+            for n in m.findall(node, m.Name() | m.SimpleString()))
+
+    def _plan_trainer(self, call: cst.Call) -> None:
+        """A Trainer(...) that Horovod drove -> Lightning 2's DDP under torchrun; what cannot be told is flagged."""
+        horovod_args: list[cst.Arg] = []
+        dropped: list[cst.Arg] = []
+        accelerator = gpus = None
+        plugins_kept: dict[int, list[int]] = {}
+        for arg in call.args:
+            key = arg.keyword.value if arg.keyword else None
+            if key in ("accelerator", "strategy", "distributed_backend") and self._horovod_value(arg.value):
+                horovod_args.append(arg)
+            elif key == "plugins" and any(self._horovod_value(v) for v in
+                                          [e.value for e in (_elements(arg.value) or [cst.Element(arg.value)])]):
+                horovod_args.append(arg)
+                elements = _elements(arg.value)
+                kept = [i for i, e in enumerate(elements or []) if not self._horovod_value(e.value)]
+                if kept:
+                    plugins_kept[id(arg)] = kept
+            elif key == "accelerator":
+                accelerator = arg
+            elif key == "gpus":
+                gpus = arg
+            elif key in ("devices", "num_nodes", "num_processes"):
+                dropped.append(arg)
+        if not horovod_args:
+            if self._mentions_horovod(call):
+                self.lightning = True
+                self.flag(call, "Lightning", notes.LIGHTNING_UNTRANSLATABLE)
+            return
+        self.lightning = True
+        values = [e.value for arg in horovod_args for e in (_elements(arg.value) or [cst.Element(arg.value)])
+                  if self._horovod_value(e.value)]
+        with_arguments = [v for v in values if isinstance(v, cst.Call) and v.args]
+        rest = [a for a in call.args if a not in horovod_args]
+        rest_plugins = [e for a in horovod_args for i, e in enumerate(_elements(a.value) or [])
+                        if i in plugins_kept.get(id(a), [])]
+        if with_arguments or any(self._mentions_horovod(node) for node in [*rest, *rest_plugins]):
+            self.flag(call, "Lightning", notes.LIGHTNING_UNTRANSLATABLE)
+            return
+        for value in values:
+            self.consumed.add(id(value.func if isinstance(value, cst.Call) else value))
+        strings = [v for v in values if isinstance(v, cst.SimpleString)]
+        quote = strings[0].quote if strings else '"'
+        new_args = [("strategy", f"{quote}ddp{quote}")]
+        if accelerator is None:
+            new_args.append(("accelerator", self._accelerator_from(gpus, quote)))
+        if gpus is not None:
+            dropped.append(gpus)
+        new_args += [("devices", f"int(os.environ.get({quote}LOCAL_WORLD_SIZE{quote}, 1))"),
+                     ("num_nodes", f"int(os.environ.get({quote}GROUP_WORLD_SIZE{quote}, 1))")]
+        self.trainers[id(call)] = TrainerPlan({id(a) for a in horovod_args}, {id(a) for a in dropped}, new_args,
+                                              plugins_kept)
+
+    def _accelerator_from(self, gpus: cst.Arg | None, quote: str) -> str:
+        """Horovod's accelerator took the device from gpus= (one GPU per process; none or 0: the CPU)."""
+        cpu, gpu = f"{quote}cpu{quote}", f"{quote}gpu{quote}"
+        value = gpus.value if gpus is not None else None
+        if value is None or m.matches(value, m.Name("None") | m.Integer("0")):
+            return cpu
+        if isinstance(value, cst.Integer):
+            return gpu
+        code = self.module.code_for_node(value)
+        atomic = isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(
+            getattr(value, "lpar", None))
+        return f"{gpu} if {code if atomic else f'({code})'} else {cpu}"
+
+    def plan_lightning(self) -> None:
+        """After pass 1: what a Horovod-driven Trainer means for the rest of the script."""
+        if not self.lightning_names:
+            return
+        for _, ref in self.horovod_class_refs:
+            if id(ref) not in self.consumed:
+                self.flag(ref, "Lightning", notes.LIGHTNING_HOROVOD_CLASS)
+        for string in self.horovod_strings:
+            if id(string) not in self.consumed:
+                self.flag(string, "Lightning", notes.LIGHTNING_HOROVOD_STRING)
+        left = {name for name, ref in self.horovod_class_refs if id(ref) not in self.consumed}
+        if left or any(id(string) not in self.consumed for string in self.horovod_strings):
+            self.lightning = True  # Horovod drives Lightning somewhere this tool cannot follow (flagged)
+        self.removable_lightning_names = {name for name, full in self.lightning_names.items()
+                                          if full.split(".")[-1] in LIGHTNING_HOROVOD_CLASSES and name not in left}
+        if not self.lightning:
+            return
+        for call in self.init_calls:
+            if self.statement_of(call) is not self.init_stmt or not m.matches(self.init_stmt, m.SimpleStatementLine(
+                    body=[m.Expr(value=m.Call())])):
+                self.flag(call, "Lightning", "hvd.init() other than as a statement of its own in a Lightning "
+                                             "script: remove it by hand (Lightning makes the process group)")
+        wrapping = [c for c in m.findall(self.module, m.Call()) if self.hvd_name(c.func) in (
+            "DistributedOptimizer", "broadcast_parameters", "broadcast_optimizer_state", "join")]
+        for call in wrapping:
+            self.flag(call, "Lightning", notes.LIGHTNING_WRAPS)
+
     # every use
     def visit_Attribute(self, node: cst.Attribute) -> None:
         parent = self.parents[node]
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return  # only the outermost of hvd.a.b
+        if self.is_horovod_class(node):
+            self.horovod_class_refs.append((None, node))
         name = self.hvd_name(node)
         if name is None:
             horovod_name = get_full_name_for_node(node)
@@ -329,7 +554,10 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         keywords = _keywords(node)
         if "process_set" in keywords or "process_sets" in keywords:
             self.flag(node, "process sets", notes.PROCESS_SETS)
+        if self.is_trainer(node.func):
+            self._plan_trainer(node)
         if name == "init":
+            self.init_calls.append(node)
             stmt = self.statement_of(node)
             if isinstance(stmt, cst.SimpleStatementLine):
                 self.init_stmt = stmt
@@ -433,7 +661,8 @@ class HorovodUses(m.MatcherDecoratableVisitor):
 
     def plan_accumulation(self) -> None:
         """backward_passes_per_step=k: each backward() before an `if ...: optimizer.step()` syncs only when
-        that condition holds (DDP's no_sync() on the others), as Horovod reduces on every k-th pass."""
+        that condition holds (DDP's no_sync() on the others), as Horovod reduces on every k-th pass; a
+        backward() in an inner `for` loop followed by optimizer.step() syncs on that loop's last pass only."""
         if self.dist_optimizer_call is None:
             return
         k = _keywords(self.dist_optimizer_call).get("backward_passes_per_step")
@@ -444,12 +673,62 @@ class HorovodUses(m.MatcherDecoratableVisitor):
             body = list(getattr(parent, "body", []))
             after = body[body.index(stmt) + 1:] if stmt in body else []
             guards = [s for s in after if isinstance(s, cst.If) and s in self.step_guards]
+            loop = self._stepped_inner_loop(stmt)
             if guards:
-                self.accumulate[id(stmt)] = guards[0].test
+                self.accumulate[id(stmt)] = (self.module.code_for_node(guards[0].test), notes.ACCUMULATION)
+            elif loop is not None:
+                plan = self.inner_loops.get(id(loop)) or self._plan_inner_loop(loop)
+                self.accumulate[id(stmt)] = (plan.condition, notes.INNER_ACCUMULATION)
             else:
                 self.flag(stmt, "unrecognised", "backward_passes_per_step: no `if ...: optimizer.step()` after "
-                                                "this backward(); put it in `with model.no_sync():` on the "
+                                                "this backward(), and no optimizer.step() after an inner `for` "
+                                                "loop around it; put it in `with model.no_sync():` on the "
                                                 "passes that do not step")
+
+    def _stepped_inner_loop(self, stmt: cst.SimpleStatementLine) -> cst.For | None:
+        """The `for` loop whose body holds stmt directly, when a statement after that loop in its own block
+        calls the optimizer's step() (optimizer.step(), or scaler.step(optimizer))."""
+        block = self.parents[stmt]
+        loop = self.parents[block] if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(loop, cst.For) or loop.body is not block or loop.asynchronous is not None:
+            return None
+        outer = self.parents[loop]
+        siblings = list(getattr(outer, "body", []))
+        after = siblings[siblings.index(loop) + 1:] if loop in siblings else []
+        return loop if any(self._steps_optimizer(s) for s in after) else None
+
+    def _steps_optimizer(self, stmt: cst.BaseStatement) -> bool:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for call in m.findall(stmt, m.Call(func=m.Attribute(attr=m.Name("step")))):
+            receivers = [call.func.value, *(arg.value for arg in call.args)]  # type: ignore[attr-defined]
+            if any(get_full_name_for_node(r) in self.optimizers for r in receivers):
+                return True
+        return False
+
+    def _plan_inner_loop(self, loop: cst.For) -> InnerLoop:
+        iterable = loop.iter
+        is_range = m.matches(iterable, m.Call(func=m.Name("range"))) and isinstance(loop.target, cst.Name) \
+            and 1 <= len(iterable.args) <= 3 and all(a.keyword is None and not a.star for a in iterable.args)  # type: ignore[attr-defined]
+        if is_range:
+            passes = self.fresh_name("passes")
+            plan = InnerLoop(passes, f"{loop.target.value} == {passes}[-1]", over_range=True)  # type: ignore[attr-defined]
+        else:
+            last = self.fresh_name("is_last_pass")
+            plan = InnerLoop(last, last, over_range=False)
+        self.inner_loops[id(loop)] = plan
+        return plan
+
+    def fresh_name(self, base: str) -> str:
+        """base, or base_2, base_3...: a name the script does not use."""
+        if self._names is None:
+            self._names = {name.value for name in m.findall(self.module, m.Name())}
+        name, number = base, 1
+        while name in self._names:
+            number += 1
+            name = f"{base}_{number}"
+        self._names.add(name)
+        return name
 
 
 class HorovodToDDP(m.MatcherDecoratableTransformer):
@@ -465,7 +744,8 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
         # id(updated statement) -> (the statement, what replaces it). The statement is held: a dropped one's id
         # would be reused by a node made later, which would then be replaced in its stead.
         self.expand: dict[int, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
-        self.model = uses.model
+        self.model = None if uses.lightning else uses.model  # Lightning's strategy wraps the model itself
+        self.dist_import: cst.CSTNode | None = None  # the `import torch.distributed as dist` made from hvd's
         stmts = [*uses.broadcast_parameters_stmts, *([uses.dist_optimizer_stmt] if uses.dist_optimizer_stmt else [])]
         self.wrap_stmt = max(stmts, key=uses.line) if (stmts and self.model) else None
         self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt else None
@@ -510,8 +790,9 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
                 self.need("torch.distributed", asname="dist")
                 return updated
             self.note(original, "import torch.distributed as dist", notes.IMPORT)
-            return cst.Import(names=[cst.ImportAlias(name=_expr("torch.distributed"),  # type: ignore[arg-type]
-                                                     asname=cst.AsName(name=cst.Name("dist")))])
+            self.dist_import = cst.Import(names=[cst.ImportAlias(name=_expr("torch.distributed"),  # type: ignore[arg-type]
+                                                                 asname=cst.AsName(name=cst.Name("dist")))])
+            return self.dist_import
         if names == ["horovod"] and not self.keep_hvd_import:
             self.note(original, "", notes.IMPORT_HOROVOD)
             return cst.RemoveFromParent()
@@ -524,13 +805,33 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
                 self.need("torch.distributed", asname="dist")
                 return updated
             self.note(original, "import torch.distributed as dist", notes.IMPORT)
-            return cst.parse_statement("import torch.distributed as dist").body[0]  # type: ignore[return-value]
+            self.dist_import = cst.parse_statement("import torch.distributed as dist").body[0]  # type: ignore[attr-defined]
+            return self.dist_import  # type: ignore[return-value]
+        if original in self.uses.lightning_imports and isinstance(updated.names, (list, tuple)):
+            removable = self.uses.removable_lightning_names
+            kept = [a for a in updated.names
+                    if get_full_name_for_node(a.asname.name if a.asname else a.name) not in removable]
+            if len(kept) < len(updated.names):
+                self.note(original, "" if not kept else "(the Horovod class removed from this import)",
+                          notes.LIGHTNING_IMPORT_CLASS)
+            if not kept:
+                return cst.RemoveFromParent()
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(names=kept)
         return updated
 
     # expressions
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         uses = self.uses
+        if id(original) in uses.trainers:
+            return self._trainer(original, updated, uses.trainers[id(original)])
         name = uses.hvd_name(original.func)
+        if uses.lightning and name in LIGHTNING_CALLS:
+            self.need("os")
+            self.note(original, LIGHTNING_CALLS[name], notes.LIGHTNING_RANK)
+            return _expr(LIGHTNING_CALLS[name])
+        if uses.lightning and name == "init":
+            return updated  # the statement is removed (leave_SimpleStatementLine)
         if name in SIMPLE_CALLS:
             code, note = SIMPLE_CALLS[name]
             if name in NEEDS_OS:
@@ -585,6 +886,56 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
             return _expr("None")
         return updated
 
+    def _trainer(self, original: cst.Call, updated: cst.Call, plan: TrainerPlan) -> cst.Call:
+        """The Horovod arguments -> strategy, accelerator, devices, num_nodes for Lightning 2 under torchrun, in
+        the first one's place (one a line where the call has one argument a line)."""
+        uses = self.uses
+        self.need("os")
+        first = next(i for i, a in enumerate(original.args) if id(a) in plan.replaced)
+        comma = updated.args[first].comma
+        one_a_line = isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace)
+        column = uses.positions[original.args[0]].start.column
+        between = comma if one_a_line else cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+            last_line=cst.SimpleWhitespace(" " * column), indent=False))
+        equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+        args: list[cst.Arg] = []
+        for index, (old, new) in enumerate(zip(original.args, updated.args, strict=True)):
+            if index == first:
+                made = [cst.Arg(value=_expr(code), keyword=cst.Name(key), equal=equal, comma=between)
+                        for key, code in plan.new_args]
+                args += [*made[:-1], made[-1].with_changes(comma=new.comma)]
+            if id(old) in plan.plugins_kept:
+                value = new.value
+                kept = [e for i, e in enumerate(value.elements) if i in plan.plugins_kept[id(old)]]  # type: ignore[attr-defined]
+                if isinstance(value, cst.List):
+                    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                args.append(new.with_changes(value=value.with_changes(elements=kept)))
+            elif id(old) not in plan.replaced and id(old) not in plan.dropped:
+                args.append(new)
+        if id(original.args[-1]) in plan.replaced | plan.dropped:
+            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        if not one_a_line:  # the call was on one line: now one argument a line, aligned after the parenthesis
+            args = [a.with_changes(comma=between) for a in args[:-1]] + args[-1:]
+        made_code = dict(plan.new_args)
+        for old in original.args:
+            before = uses.module.code_for_node(old.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            if id(old) in plan.replaced:
+                after = f"strategy={made_code['strategy']}" if old is original.args[first] else ""
+                self.changes.append(Change(uses.line(old), _short(before), after, notes.LIGHTNING_STRATEGY))
+            elif id(old) in plan.dropped and old.keyword and old.keyword.value == "gpus":
+                self.changes.append(Change(uses.line(old), _short(before), f"accelerator={made_code['accelerator']}",
+                                           notes.LIGHTNING_ACCELERATOR))
+            elif id(old) in plan.dropped:
+                self.changes.append(Change(uses.line(old), _short(before), "", notes.LIGHTNING_DROPPED))
+        line = uses.line(original.args[first])
+        if "accelerator" in made_code and not any(a.keyword and a.keyword.value == "gpus" for a in original.args):
+            self.changes.append(Change(line, "(no gpus=: the CPU)", f"accelerator={made_code['accelerator']}",
+                                       notes.LIGHTNING_ACCELERATOR))
+        self.changes.append(Change(line, "(horovodrun: one process per slot)",
+                                   f"devices={made_code['devices']}, num_nodes={made_code['num_nodes']}",
+                                   notes.LIGHTNING_DEVICES))
+        return updated.with_changes(args=args)
+
     def _scales(self, call: cst.Call) -> bool:
         parent = self.uses.parents[call]
         return isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)
@@ -635,6 +986,10 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
         return _expr(f"{self.helper(helper)}({args})")
 
     def _sampler(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if self.uses.lightning:
+            if any(self.uses.hvd_name(c.func) in ("rank", "size") for c in m.findall(original, m.Call())):
+                self.note(original, cst.Module([]).code_for_node(updated), notes.LIGHTNING_SAMPLER)
+            return updated
         dropped = {"num_replicas": "size", "rank": "rank"}
         kept = [a for a, o in zip(updated.args, original.args, strict=True)
                 if not (a.keyword and dropped.get(a.keyword.value) == self.uses.hvd_name(o.value.func)
@@ -657,7 +1012,14 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
         call = calls[0] if len(original.body) == 1 and calls else None
         name = uses.hvd_name(call.func) if call is not None else None
         out: list[cst.BaseStatement] | None = None
-        if original in uses.broadcast_parameters_stmts:
+        if uses.lightning and name in ("init", "shutdown") and (name == "shutdown" or original is uses.init_stmt):
+            out = []
+            self.note(original, "", notes.LIGHTNING_INIT if name == "init" else notes.LIGHTNING_SHUTDOWN)
+        elif uses.lightning and name in ("broadcast_parameters", "broadcast_optimizer_state", "join"):
+            pass  # flagged: Lightning's strategy does this
+        elif uses.lightning and call is not None and m.matches(call.func, m.Attribute(attr=m.Name("synchronize"))):
+            pass
+        elif original in uses.broadcast_parameters_stmts:
             if uses.dist_optimizer_stmt is not None and self.model:
                 self.note(original, "" if original is not self.wrap_stmt else f"{self.model} = DDP({self.model})",
                           notes.BROADCAST_PARAMETERS)
@@ -698,14 +1060,14 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
                 and get_full_name_for_node(call.func.value) in uses.optimizers:  # type: ignore[attr-defined]
             out = []
             self.note(original, "", notes.SYNCHRONIZE)
-        elif id(original) in uses.accumulate:
-            condition = uses.module.code_for_node(uses.accumulate[id(original)])
+        elif id(original) in uses.accumulate and self.model:
+            condition, note = uses.accumulate[id(original)]
             body = cst.Module([]).code_for_node(updated.with_changes(leading_lines=())).strip()
             out = [_stmt(f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync():\n"
                          f"    {body}\n")]
             self.need("contextlib")
             self.note(original, f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync(): ...",
-                      notes.ACCUMULATION)
+                      note)
         if original is self.wrap_stmt:
             out = [updated] if out is None else out
             out += self._wrap_statements()
@@ -746,7 +1108,7 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
 
     def leave_With(self, original: cst.With, updated: cst.With) -> cst.BaseStatement | cst.FlattenSentinel:
         uses = self.uses
-        if len(original.items) == 1 and m.matches(original.items[0].item, m.Call(
+        if not uses.lightning and len(original.items) == 1 and m.matches(original.items[0].item, m.Call(
                 func=m.Attribute(attr=m.Name("skip_synchronize")))) and \
                 get_full_name_for_node(original.items[0].item.func.value) in uses.optimizers:  # type: ignore[attr-defined]
             body = list(updated.body.body)  # type: ignore[attr-defined]
@@ -772,11 +1134,31 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
                 if found]
             if what:
                 test = cst.Module([]).code_for_node(updated.test)
-                self.note(original, f"if {test}:  # {' and '.join(what)} on one rank", notes.RANK_GUARD)
+                self.note(original, f"if {test}:  # {' and '.join(what)} on one rank",
+                          notes.LIGHTNING_RANK_GUARD if self.uses.lightning else notes.RANK_GUARD)
         return updated
 
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.BaseStatement:
-        return self._join_wrap(original, updated)
+        plan = self.uses.inner_loops.get(id(original))
+        if plan is None or not self.model:
+            return self._join_wrap(original, updated)
+        iterable = cst.Module([]).code_for_node(updated.iter)
+        target = cst.Module([]).code_for_node(updated.target)
+        if plan.over_range:
+            loop = self._join_wrap(original, updated.with_changes(iter=cst.Name(plan.name)))
+            held = _stmt(f"{plan.name} = {iterable}").with_changes(leading_lines=loop.leading_lines)
+            loop = loop.with_changes(leading_lines=())
+            self.expand[id(loop)] = (loop, [held, loop])
+            self.note(original, f"{plan.name} = {iterable}; for {target} in {plan.name}:", notes.INNER_LOOP_RANGE)
+            return loop
+        item = updated.target
+        if isinstance(item, cst.Tuple) and not item.lpar:
+            item = item.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        marked = cst.Tuple([cst.Element(cst.Name(plan.name)), cst.Element(item)], lpar=[], rpar=[])
+        call = cst.Call(func=cst.Name(self.helper("mark_last")), args=[cst.Arg(updated.iter)])
+        self.note(original, f"for {plan.name}, {cst.Module([]).code_for_node(item)} in mark_last({iterable}):",
+                  notes.INNER_LOOP_ITERABLE)
+        return self._join_wrap(original, updated.with_changes(target=marked, iter=call))
 
     def leave_While(self, original: cst.While, updated: cst.While) -> cst.BaseStatement:
         return self._join_wrap(original, updated)
@@ -815,13 +1197,30 @@ class HorovodToDDP(m.MatcherDecoratableTransformer):
 
     def _is_init_block(self, original: cst.CSTNode) -> bool:
         init = self.uses.init_stmt
-        return init is not None and not self.uses.has_shutdown and init in getattr(original, "body", ())
+        return init is not None and not self.uses.has_shutdown and not self.uses.lightning and \
+            init in getattr(original, "body", ())
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         return updated.with_changes(body=self._body(list(updated.body), end_of_job=self._is_init_block(original)))
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         body = self._body(list(updated.body), end_of_job=self._is_init_block(original))
+        if self.uses.lightning and not self.helpers and not any(
+                m.findall(s, m.Attribute(value=m.Name("dist"))) for s in body):
+            # Lightning does the distributed work: torch.distributed is imported only where it is used.
+            self.imports.discard(("torch.distributed", None, "dist"))
+            index = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                          and s.body[0] is self.dist_import), None)
+            if index is not None:
+                removed = body.pop(index)
+                if index < len(body):  # its blank lines and comments stay, above the next statement
+                    body[index] = body[index].with_changes(
+                        leading_lines=[*removed.leading_lines, *body[index].leading_lines])
+            for change in self.changes:
+                if change.note == notes.IMPORT:
+                    change.after, change.note = "", notes.LIGHTNING_IMPORT
+                elif change.note == notes.IMPORT_KEPT:
+                    change.after = "(this import kept)"
         if self.helpers:
             last_import = max((i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine(
                 body=[m.Import() | m.ImportFrom()]))), default=-1)
@@ -861,7 +1260,8 @@ def migrate_source(source: str) -> Migration:
     wrapper = MetadataWrapper(module)
     uses = HorovodUses(wrapper)
     wrapper.module.visit(uses)
-    if not uses.hvd and not uses.horovod and not uses.hvd_imports:
+    uses.plan_lightning()
+    if not uses.hvd and not uses.horovod and not uses.hvd_imports and not uses.lightning:
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
     uses.flag_elastic_commits()
@@ -884,4 +1284,5 @@ def migrate_source(source: str) -> Migration:
         new = AddImportsVisitor(context).transform_module(new)
     changes = sorted(transformer.changes, key=lambda c: c.line)
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(uses.flags, key=lambda f: f.line),
-                     uses_horovod_run=uses.uses_horovod_run, has_sync_batchnorm=uses.has_sync_batchnorm)
+                     uses_horovod_run=uses.uses_horovod_run, has_sync_batchnorm=uses.has_sync_batchnorm,
+                     lightning=uses.lightning)
