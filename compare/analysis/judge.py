@@ -193,7 +193,7 @@ def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, Equi
         return "different jobs"
     if not all(s.passed for s in seeds) or any(r.outcome == "differs" for r in end_points.values()):
         return "fails"
-    if any(r.outcome == "undecided" for r in end_points.values()):
+    if any(r.outcome == "undecided" for r in end_points.values()) or any(s.losses.too_gappy for s in seeds):
         return "undecided"
     if not end_points and not all(s.losses.full_power for s in seeds):
         return "undecided"  # no end points to test, and the band lost its power before the end

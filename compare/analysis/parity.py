@@ -16,6 +16,7 @@ Pure: numbers in, dataclasses out; no prose beyond short reasons, no files.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ CONFIDENCE = 0.95
 """Each one-sided test of the equivalence test runs at 1 - CONFIDENCE (the usual 5% error rate of TOST)."""
 
 MIN_OVERLAP = 5
+GAPS_UNDECIDED = 0.5
+"""Where one side's gaps (compare `missing_ranges`) hold more than this fraction of the other side's steps
+inside the common range, the seed is undecided: too little of the run was seen on both sides to hold."""
 """Fewer common steps than this cannot be judged: the command refuses."""
 
 DEFAULT_MARGINS = {"final_loss": ("relative", 0.02), "eval_loss": ("relative", 0.02),
@@ -146,10 +150,17 @@ class StepwiseResult:
     nonfinite_step: int | None = None  # the first step where exactly one side is NaN or infinite
     judged_until: int | None = None  # the last step at which the band was below SATURATION
     identical_through: int | None = None  # every common step from the first through this one bit-identical
+    missing_a: list[tuple[int, int]] = field(default_factory=list)  # b's steps a lacks, beyond a's interval
+    missing_b: list[tuple[int, int]] = field(default_factory=list)
+    missing_fraction: float = 0.0  # the larger side's share of the other's steps that fall in its gaps
     steps: list[int] = field(default_factory=list)
     rel_diffs: list[float] = field(default_factory=list)
     tolerances: list[float] = field(default_factory=list)
     reason: str | None = None
+
+    @property
+    def too_gappy(self) -> bool:
+        return self.missing_fraction > GAPS_UNDECIDED
 
     @property
     def full_power(self) -> bool:
@@ -158,6 +169,23 @@ class StepwiseResult:
 
     def to_dict(self) -> dict:
         return jsonable(dataclasses.asdict(self))
+
+
+def missing_ranges(mine: Sequence[int], other: Sequence[int]) -> list[tuple[int, int]]:
+    """The stretches of `other`'s steps that `mine` lacks between two of its own steps further apart than its
+    usual logging interval (the most common gap between its steps), as (first, last) of `other`'s steps. A side
+    that logs every 10 steps has no gap where the other logs every step; one that lost steps 40-60 has."""
+    if len(mine) < 2:
+        return []
+    spacing = [b - a for a, b in itertools.pairwise(mine)]
+    usual = max(set(spacing), key=lambda d: (spacing.count(d), -d))
+    found = []
+    for low, high in itertools.pairwise(mine):
+        if high - low > usual:
+            lost = [s for s in other if low < s < high]
+            if lost:
+                found.append((lost[0], lost[-1]))
+    return found
 
 
 def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[int, float] | Sequence[float],
@@ -176,6 +204,10 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
     nonfinite = next((s for s in common if math.isfinite(a[s]) != math.isfinite(b[s])), None)
     first = over[0] if over else None
     equal = next((i for i, s in enumerate(common) if a[s] != b[s]), len(common))  # exactly, not within ATOL
+    inside = {side: [s for s in sorted(steps) if common[0] <= s <= common[-1]] for side, steps in (("a", a), ("b", b))}
+    missing_a, missing_b = missing_ranges(inside["a"], inside["b"]), missing_ranges(inside["b"], inside["a"])
+    fraction = max(sum(1 for s in inside[other] if any(lo <= s <= hi for lo, hi in gaps)) / len(inside[other])
+                   for gaps, other in ((missing_a, "b"), (missing_b, "a")))
     return StepwiseResult(
         passed=first is None and nonfinite is None, n_a=len(a), n_b=len(b), n_common=len(common),
         first_step=common[0], last_step=common[-1], max_rel_diff=rel[worst], max_at_step=common[worst],
@@ -185,6 +217,7 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
         abs_gap_at_first_divergence=abs(a[common[first]] - b[common[first]]) if first is not None else None,
         nonfinite_step=nonfinite, judged_until=judged[-1] if judged else None,
         identical_through=common[equal - 1] if equal else None,
+        missing_a=missing_a, missing_b=missing_b, missing_fraction=fraction,
         steps=common, rel_diffs=rel, tolerances=tol)
 
 

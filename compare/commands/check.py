@@ -68,7 +68,7 @@ def main(ns: argparse.Namespace) -> int:
     for line in job_lines(result):
         print(line)
     for seed in result["seeds"]:
-        print(seed_line(seed))
+        print(seed_line(seed, result["a"], result["b"]))
     for name, end_point in result["end_points"].items():
         print(end_point_line(name, end_point))
     for cause in likely_causes(verdict):

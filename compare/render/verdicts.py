@@ -5,7 +5,7 @@ Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis sto
 
 from __future__ import annotations
 
-from compare.analysis.parity import ATOL, SATURATION, STEP_K, STEP_RTOL
+from compare.analysis.parity import ATOL, GAPS_UNDECIDED, SATURATION, STEP_K, STEP_RTOL
 from compare.names import display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 
@@ -34,10 +34,27 @@ def job_lines(comparison: dict) -> list[str]:
     return lines
 
 
-def seed_line(seed: dict) -> str:
+def missing_text(losses: dict, a: str, b: str) -> str:
+    """'steps 40-60 missing on the DDP side', for every gap either side has inside the common range."""
+    parts = [f"{_ranges(losses[key])} missing on the {display(name)} side"
+             for key, name in (("missing_a", a), ("missing_b", b)) if losses.get(key)]
+    if not parts:
+        return ""
+    share = losses["missing_fraction"]
+    undecided = (f": more than {GAPS_UNDECIDED:.0%} of the other side's steps are unseen, so the seed is "
+                 "undecided" if share > GAPS_UNDECIDED else "")
+    return "; " + "; ".join(parts) + undecided
+
+
+def _ranges(spans: list) -> str:
+    text = ", ".join(f"{lo}-{hi}" if lo != hi else f"{lo}" for lo, hi in spans)
+    return ("steps " if len(spans) > 1 or spans[0][0] != spans[0][1] else "step ") + text
+
+
+def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
     losses = seed["losses"]
     span = f"steps {losses['first_step']}-{losses['last_step']} ({losses['n_common']} common of {losses['n_a']} " \
-           f"and {losses['n_b']})"
+           f"and {losses['n_b']}{missing_text(losses, a, b)})"
     power = ("" if losses["judged_until"] == losses["last_step"] else
              f"; the band passed {SATURATION:g} after step {losses['judged_until']}: later steps left to the "
              "end points")
@@ -89,10 +106,16 @@ def comparison_summary(comparison: dict) -> str:
         return f"end points differ: {', '.join(bad)}"
     worst = max((s["losses"]["max_rel_diff"] or 0.0 for s in seeds), default=0.0)
     text = f"every common step of {len(seeds)} seed(s) within the band (max relative difference {worst:.2g})"
+    gaps = [f"seed {s['seed']}{missing_text(s['losses'], comparison['a'], comparison['b'])}" for s in seeds
+            if s["losses"].get("missing_a") or s["losses"].get("missing_b")]
+    if gaps:
+        text += " (" + "; ".join(gap.replace("; ", ": ", 1) for gap in gaps) + ")"
     if outcome == "undecided":
         open_points = [name for name, r in comparison["end_points"].items() if r["outcome"] == "undecided"]
-        reason = f"end points undecided: {', '.join(open_points)}" if open_points else \
-            "the band lost its power before the last step and there are no end points to test"
+        gappy = [s["seed"] for s in seeds if s["losses"]["missing_fraction"] > GAPS_UNDECIDED]
+        reason = (f"end points undecided: {', '.join(open_points)}" if open_points else
+                  f"too many steps missing on one side (seed {', '.join(map(str, gappy))})" if gappy else
+                  "the band lost its power before the last step and there are no end points to test")
         return f"{text}; {reason}"
     return text
 
@@ -124,7 +147,8 @@ def step_table(comparison: dict) -> Table:
             worst += f" (step {losses['max_at_step']})"
         bad_evals = [e for e in seed["evals"] if not e["passed"]]
         rows.append([
-            str(seed["seed"]), f"{losses['first_step']}-{losses['last_step']} ({losses['n_common']})", worst,
+            str(seed["seed"]), f"{losses['first_step']}-{losses['last_step']} ({losses['n_common']}"
+                               f"{missing_text(losses, comparison['a'], comparison['b'])})", worst,
             num(losses["first_divergence_step"], "d"), num(losses["first_divergence_gap"], ".2e"),
             num(losses["tolerance_at_divergence"], ".2e"), num(losses["judged_until"], "d"),
             f"{len(seed['evals']) - len(bad_evals)}/{len(seed['evals'])} agree",
