@@ -15,11 +15,12 @@ ensure-setup:
 compare: ensure-setup
 	$(PY) -m compare run --out $(OUT)
 
+# Two stages (scripts/test.sh): the tests that start no launcher in parallel, then the launches one at a time.
 test: ensure-setup
-	$(PY) -m pytest
+	PY=$(PY) bash scripts/test.sh
 
 test-fast: ensure-setup
-	$(PY) -m pytest -m "not slow and not campaign"
+	$(PY) -m pytest -m "not slow and not campaign" -n auto
 
 test-campaign: ensure-setup
 	$(PY) -m pytest -m campaign
