@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from compare.loss_lines import STEP_FROM
 from compare.names import FRAMEWORKS
 from workload.options import UsageError
 
@@ -79,3 +80,17 @@ def check_analysis(ns: argparse.Namespace) -> None:
         raise UsageError("--warmup must be >= 0, --k positive and --rtol between 0 and 1")
     ns.margins = dict(ns.margin)
     ns.allowed = frozenset(name for names in ns.allow for name in names)
+
+
+def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> None:
+    """How printed loss lines are read (compare/loss_lines.py), for `import text` and `migrate --verify`."""
+    group.add_argument(regex_flag, default=None,
+                       help="a regular expression with named groups step and loss (and lr; epoch for a counter "
+                            "that restarts every epoch), searched in rank 0's lines (default: lines like 'step 10 "
+                            "... loss 0.52' or 'Train Epoch: 1 [640/60000 (1%%)]  Loss: 0.31')")
+    group.add_argument("--eval-regex", default=None,
+                       help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
+                            "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%%')")
+    group.add_argument("--step-from", choices=STEP_FROM, default="log",
+                       help="log: the step (and epoch) the line prints; order: the rank's matching lines "
+                            "numbered 1, 2, 3...")

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from compare.commands.arguments import add_loss_line_arguments
 from compare.importers import FORMATS, Fields, LogFormatError, build_record, metrics_text, parse_option, read_series
 from compare.importers import source_digest as digest_of
 from workload.files import write_atomic, write_json_atomic
@@ -44,19 +45,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     fields.add_argument("--eval-loss-field", default=None, help="column, key or tag of an evaluation loss")
     fields.add_argument("--eval-accuracy-field", default=None, help="column, key or tag of an evaluation accuracy")
     text = parser.add_argument_group("text logs (docs/own-job.md: prefixes, ranks, how steps are numbered)")
-    text.add_argument("--regex", default=None,
-                      help="a regular expression with named groups step and loss (and lr; epoch for a counter that "
-                           "restarts every epoch), searched in each line (default: lines like 'step 10 ... loss "
-                           "0.52' or 'Train Epoch: 1 [640/60000 (1%%)]  Loss: 0.31')")
-    text.add_argument("--eval-regex", default=None,
-                      help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
-                           "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%%')")
+    add_loss_line_arguments(text, "--regex")
     text.add_argument("--rank", type=int, default=0,
                       help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
                            "[default0]:)")
-    text.add_argument("--step-from", choices=["log", "order"], default="log",
-                      help="log: the step (and epoch) the line prints; order: the rank's matching lines numbered "
-                           "1, 2, 3...")
     parser.set_defaults(func=main)
 
 

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from compare.commands.arguments import add_loss_line_arguments
 from compare.loss_lines import LossLogError, compile_patterns
 from compare.migrate.launch_mode import MODES, Undecided, decide
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
@@ -52,16 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="cli: horovodrun and torchrun start the workers; api: the script starts them "
                              "(horovod.run, torch.multiprocessing.spawn); auto: decided from the script and its "
                              "arguments (a horovod.run under `if args.num_proc:` is api only with --num-proc)")
-    verify.add_argument("--loss-regex", default=None,
-                        help="for a script without the recorder: a regex with named groups step and loss (and "
-                             "epoch, for a counter that restarts each epoch), matched on rank 0's printed lines "
-                             "(default: 'step N ... loss X' or 'Train Epoch: E [N/M (P%%)] Loss: X')")
-    verify.add_argument("--eval-regex", default=None,
-                        help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
-                             "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%%')")
-    verify.add_argument("--step-from", choices=["log", "order"], default="log",
-                        help="log: the step (and epoch) the line prints; order: rank 0's loss lines numbered "
-                             "1, 2, 3...")
+    add_loss_line_arguments(verify, "--loss-regex")
     parser.set_defaults(func=main, script_args=[])
     parser.epilog += ("\n\nAfter --: arguments for both runs of --verify ({run_dir} is replaced by each side's run "
                       "directory).")
