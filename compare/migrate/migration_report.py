@@ -83,10 +83,13 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
         lines.append(f"- **{flag.category}**, {where}:{code}: {flag.why}")
     if launch_lines:
         lines += ["", "## Launch", "", "```bash", *launch_lines, "```"]
-    lines += ["", "## Check it", "",
-              f"`python -m compare migrate {source_name} --verify` runs the original under horovodrun and the "
-              "result under torchrun (np 2, CPU) and compares their run records with `python -m compare check`. "
-              "See docs/migration.md.", ""]
+    check = (f"The original's Trainer ran on Horovod's Lightning accelerator, which Lightning 2 no longer has, so "
+             f"`--verify` cannot run it: run `{output_name}` under torchrun and compare its losses with a record of "
+             "the original's past runs (`python -m compare import`, then `compare check`)." if migration.lightning
+             else f"`python -m compare migrate {source_name} --verify` runs the original as its users launch it "
+             "(horovodrun, or horovod.run when its arguments say so) and the result under torchrun (np 2, CPU), and "
+             "compares rank 0's losses with `python -m compare check`. See docs/migration.md.")
+    lines += ["", "## Check it", "", check, ""]
     return "\n".join(lines)
 
 
