@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from datetime import timedelta
 
 import torch
@@ -114,6 +115,10 @@ class DDPBackend(Backend):
         if options.zero:
             optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=type(optimizer),
                                                 **optimizer.defaults)
+            # Each rank's shard, as its local optimizer holds it: the one line that shows the state is sharded.
+            held = sum(p.numel() for group in optimizer.optim.param_groups for p in group["params"])
+            print(f"ZeroRedundancyOptimizer: rank {self.rank} holds the optimizer state of {held} of "
+                  f"{sum(p.numel() for p in model.parameters())} parameter elements", file=sys.stderr, flush=True)
         return ddp, optimizer
 
     def convert_sync_batchnorm(self, model: nn.Module) -> nn.Module:
