@@ -5,6 +5,7 @@ harmless refactors hold."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import sys
 from pathlib import Path
@@ -168,15 +169,28 @@ HARMLESS = {
 }
 
 
+@pytest.fixture(scope="module")
+def planted(dual, horovod_imported, tmp_path_factory) -> dict[str, Path]:
+    """Every planted variant of the migrated script under torchrun --tee 3, imported (two launches at a time:
+    much of a launch is start-up and waiting)."""
+    out = tmp_path_factory.mktemp("planted")
+    variants = {**PLANTED, **HARMLESS}
+    scripts = {name: plant(dual[0] / "mnist_dual_mode_ddp.py", *change) for name, change in variants.items()}
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = pool.map(lambda item: torchrun_imported(item[1], out / f"run{item[0]}"), enumerate(scripts.values()))
+        return dict(zip(scripts, runs, strict=True))
+
+
 @pytest.mark.parametrize("bug", PLANTED)
-def test_a_planted_hand_migration_bug_fails(dual, horovod_imported, tmp_path, bug, capsys):
-    planted = plant(dual[0] / "mnist_dual_mode_ddp.py", *PLANTED[bug])
-    assert check(horovod_imported, torchrun_imported(planted, tmp_path / "ddp")) == 1
-    assert "parity fails" in capsys.readouterr().out
+def test_a_planted_hand_migration_bug_fails(horovod_imported, planted, bug, capsys):
+    assert check(horovod_imported, planted[bug]) == 1
+    out = capsys.readouterr().out
+    assert "parity fails" in out
+    if bug == "a 1% lr cut from epoch 2":  # bit-identical for all of epoch 1: a job change, not float noise
+        assert "identical to step 13, then" in out and "summation order" not in out, out
 
 
 @pytest.mark.parametrize("refactor", HARMLESS)
-def test_a_harmless_refactor_holds(dual, horovod_imported, tmp_path, refactor, capsys):
-    planted = plant(dual[0] / "mnist_dual_mode_ddp.py", *HARMLESS[refactor])
-    assert check(horovod_imported, torchrun_imported(planted, tmp_path / "ddp")) == 0
+def test_a_harmless_refactor_holds(horovod_imported, planted, refactor, capsys):
+    assert check(horovod_imported, planted[refactor]) == 0
     assert "parity holds" in capsys.readouterr().out

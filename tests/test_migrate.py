@@ -154,6 +154,28 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, content, suffix,
     assert sorted(p.name for p in tmp_path.iterdir()) == [script.name]
 
 
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--loss-regex", r"step (?P<step>\d+)"], "--loss-regex needs the named groups"),
+    (["--eval-regex", r"acc (\d+)"], "--eval-regex needs a named group"),
+])
+def test_verify_options_are_checked_before_anything_is_written(tmp_path, extra, message, capsys):
+    script = tmp_path / "train.py"
+    script.write_text((CORPUS / "plain.py").read_text())
+    assert compare_main(["migrate", str(script), "--verify", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [script.name]
+
+
+def test_a_condition_without_an_argument_asks_for_launch_mode_before_writing(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("import horovod\nimport horovod.torch as hvd\n\ndef main():\n    hvd.init()\n\n"
+                      "if by_hand():\n    horovod.run(main, np=2)\nelse:\n    main()\n")
+    assert compare_main(["migrate", str(script), "--verify"]) == 2
+    assert "--launch-mode cli (horovodrun) or api" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [script.name]
+
+
 def test_bad_input_from_the_command_line_has_no_traceback(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import horovod.torch as hvd\nhvd.init(\n")
@@ -272,6 +294,21 @@ def test_wrong_hand_translation_fails_the_check(verified):
     check = run([sys.executable, "-m", "compare", "check", str(out / "plain" / "horovod"), str(out / "wrong")])
     assert check.returncode == 1, check.stdout + check.stderr
     assert "parity fails" in check.stdout or "FAIL" in check.stdout
+
+
+@pytest.mark.slow
+def test_clipping_added_on_one_side_of_inner_accumulation_fails(verified):
+    out, _ = verified
+    code = (out / "inner_accumulation_ddp.py").read_text()
+    step = "        optimizer.step()\n"
+    assert step in code
+    planted = out / "inner_accumulation_clipped.py"
+    planted.write_text(code.replace(step, "        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)\n" + step))
+    ok(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(planted), "--epochs", "1"],
+           RUN_DIR=str(out / "clipped"), PYTHONPATH=str(ROOT)))
+    check = run([sys.executable, "-m", "compare", "check", str(out / "inner_accumulation" / "horovod"),
+                 str(out / "clipped")])
+    assert check.returncode == 1 and "parity fails" in check.stdout, check.stdout + check.stderr
 
 
 def test_the_same_script_migrates_to_the_same_text_every_time():
