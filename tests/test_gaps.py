@@ -61,3 +61,12 @@ def test_the_reports_step_table_names_the_gap():
     comparison = {"a": "horovod", "b": "ddp", "seeds": [{"seed": 0, "losses": result.to_dict(), "evals": [],
                                                          "passed": True}]}
     assert "steps 40-60 missing on the DDP side" in step_table(comparison).rows[0][1]
+
+
+def test_evaluations_on_one_side_only_are_named(tmp_path, capsys):
+    losses = base_losses(0, 40)
+    evals = [{"step": step, "eval_loss": 1.0, "eval_accuracy": 0.5, "eval_samples": 100} for step in (10, 20, 30)]
+    a = write_run(tmp_path / "horovod", framework="horovod", world_size=2, seed=0, losses=losses, evals=evals)
+    b = write_run(tmp_path / "ddp", framework="ddp", world_size=2, seed=0, losses=losses, evals=evals[:1])
+    assert compare_main(["check", str(a), str(b)]) == 0
+    assert f"1 evaluation(s) agree; evaluation(s) at step 20, 30 on the {a} side only" in capsys.readouterr().out

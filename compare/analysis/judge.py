@@ -60,6 +60,8 @@ class SeedVerdict:
     losses: StepwiseResult
     evals: list[EvalComparison] = field(default_factory=list)
     at_epoch_boundary: bool = False  # the first divergence is the first step of an epoch
+    evals_only_a: list[int] = field(default_factory=list)  # steps inside the common range evaluated on a only
+    evals_only_b: list[int] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -143,7 +145,10 @@ def judge_seed(seed: int, a: RunRecord, b: RunRecord, band: Band) -> SeedVerdict
                           f"(steps {_span(a)} vs {_span(b)}); at least {MIN_OVERLAP} are needed to judge")
     at = losses.first_divergence_step
     boundary = at is not None and (at in a.epoch_starts or at in b.epoch_starts)
-    return SeedVerdict(seed, losses, compare_evals(a, b, band), boundary)
+    evaluated = [{int(e["step"]) for e in run.evals if losses.first_step <= int(e["step"]) <= losses.last_step}
+                 for run in (a, b)]
+    return SeedVerdict(seed, losses, compare_evals(a, b, band), boundary,
+                       sorted(evaluated[0] - evaluated[1]), sorted(evaluated[1] - evaluated[0]))
 
 
 def _span(run: RunRecord) -> str:

@@ -70,6 +70,10 @@ def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
                 f"(gap {num(bad['gap'], '.2e')} > {num(bad['tolerance'], '.2e')})")
     evals = len({e["step"] for e in seed["evals"]})
     agree = f"{evals} evaluation(s) agree" if evals else "no evaluations to compare"
+    for key, name in (("evals_only_a", a), ("evals_only_b", b)):
+        if seed.get(key):
+            agree += (f"; evaluation(s) at step {', '.join(map(str, seed[key][:5]))}"
+                      f"{' and more' if len(seed[key]) > 5 else ''} on the {display(name)} side only")
     return (f"seed {seed['seed']}: every step within the band, max relative difference "
             f"{num(losses['max_rel_diff'], '.2e')}; {span}; {agree}{power}")
 
