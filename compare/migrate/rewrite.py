@@ -64,7 +64,6 @@ class Migration:
     code: str
     changes: list[Change]
     flags: list[Flag]
-    uses_horovod_run: bool = False
     has_sync_batchnorm: bool = False
     lightning: bool = False  # a Horovod-driven Lightning Trainer: the original cannot run under Lightning 2
 
@@ -281,7 +280,6 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         self.step_guards: list[cst.If] = []
         self.init_stmt: cst.SimpleStatementLine | None = None
         self.has_shutdown = False
-        self.uses_horovod_run = False
         self.has_sync_batchnorm = False
         self.rank_guards: list[cst.If] = []
         self.commit_calls: list[cst.Call] = []
@@ -520,10 +518,9 @@ class HorovodUses(m.MatcherDecoratableVisitor):
         name = self.hvd_name(node)
         if name is None:
             horovod_name = get_full_name_for_node(node)
-            if horovod_name in {f"{alias}.run" for alias in self.horovod}:
-                self.uses_horovod_run = True
-                if not (isinstance(parent, cst.Call) and parent.func is node):
-                    self.flag(node, "unrecognised", "horovod.run used other than as a call")
+            if horovod_name in {f"{alias}.run" for alias in self.horovod} and not (
+                    isinstance(parent, cst.Call) and parent.func is node):
+                self.flag(node, "unrecognised", "horovod.run used other than as a call")
             return
         root = name.split(".")[0]
         if root in NEEDS_A_PERSON or name in NEEDS_A_PERSON:
@@ -599,8 +596,6 @@ class HorovodUses(m.MatcherDecoratableVisitor):
             stmt = self.statement_of(node)
             if m.matches(stmt, m.SimpleStatementLine(body=[m.Expr(value=m.Call())])):
                 self.backward_stmts.append(stmt)
-        if self.uses_horovod_run is False and get_full_name_for_node(node.func) in {f"{a}.run" for a in self.horovod}:
-            self.uses_horovod_run = True
         if get_full_name_for_node(node.func) in {f"{a}.run" for a in self.horovod}:
             for multi_host in ("hosts", "hostfile", "min_np", "max_np", "host_discovery_script"):
                 if multi_host in keywords:
@@ -1284,5 +1279,5 @@ def migrate_source(source: str) -> Migration:
         new = AddImportsVisitor(context).transform_module(new)
     changes = sorted(transformer.changes, key=lambda c: c.line)
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(uses.flags, key=lambda f: f.line),
-                     uses_horovod_run=uses.uses_horovod_run, has_sync_batchnorm=uses.has_sync_batchnorm,
+                     has_sync_batchnorm=uses.has_sync_batchnorm,
                      lightning=uses.lightning)
