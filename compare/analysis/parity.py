@@ -58,10 +58,11 @@ CONFIDENCE = 0.95
 """Each one-sided test of the equivalence test runs at 1 - CONFIDENCE (the usual 5% error rate of TOST)."""
 
 MIN_OVERLAP = 5
+"""Fewer common steps than this cannot be judged: the command refuses."""
+
 GAPS_UNDECIDED = 0.5
 """Where one side's gaps (compare `missing_ranges`) hold more than this fraction of the other side's steps
 inside the common range, the seed is undecided: too little of the run was seen on both sides to hold."""
-"""Fewer common steps than this cannot be judged: the command refuses."""
 
 DEFAULT_MARGINS = {"final_loss": ("relative", 0.02), "eval_loss": ("relative", 0.02),
                    "eval_accuracy": ("absolute", 0.01)}
