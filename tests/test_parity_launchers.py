@@ -4,6 +4,7 @@ and long runs of identical jobs hold, and bad input is refused before anything s
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -29,12 +30,22 @@ def test_a_divergence_after_step_30_is_caught_and_named(tmp_path, horovod_built)
     assert "diverges at step 41" in result.stdout, result.stdout
 
 
-def test_the_same_job_in_bf16_holds(tmp_path, horovod_built):
-    ok(horovodrun(2, "gloo", *JOB, "--amp", "--out", str(tmp_path / "hvd")))
-    ok(torchrun(2, *JOB, "--amp", "--out", str(tmp_path / "ddp")))
+@pytest.mark.parametrize("np", [2, 4])
+def test_the_same_job_in_bf16_holds_and_a_5_percent_lr_change_fails(tmp_path, horovod_built, np):
+    """Without a calibration the band's floor follows bf16's unit roundoff (docs/parity.md); a real change
+    still fails under it. At np 4, 4 epochs give as many steps (64) as 2 do at np 2."""
+    job = [*JOB, "--amp", "--epochs", str(np)]
+    ok(horovodrun(np, "gloo", *job, "--out", str(tmp_path / "hvd")))
+    ok(torchrun(np, *job, "--out", str(tmp_path / "ddp")))
     result = check(tmp_path / "hvd", tmp_path / "ddp")
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
-    assert "parity holds" in result.stdout
+    assert "parity holds" in result.stdout and "reduced precision (bf16): floor 0.002" in result.stdout
+    if np == 2:
+        ok(torchrun(np, *job, "--lr-change-at-step", "40", "--lr-change-factor", "1.05", "--out",
+                    str(tmp_path / "lr")))
+        changed = check(tmp_path / "hvd", tmp_path / "lr")
+        assert changed.returncode == EXIT_PARITY_FAILS, changed.stdout + changed.stderr
+        assert re.search(r"parity fails: diverges at step 4[1-9]", changed.stdout), changed.stdout
 
 
 @pytest.mark.timeout(1500)

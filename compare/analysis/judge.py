@@ -28,6 +28,7 @@ from compare.analysis.parity import (
     StepwiseResult,
     default_margins,
     equivalence,
+    precision_floor,
     relative_difference,
     stepwise,
 )
@@ -167,6 +168,21 @@ def stepwise_end_point(name: str, a: Group, b: Group, seeds: list[SeedVerdict]) 
                              method="step-wise: every step to the last within the band, for every seed")
 
 
+def reduced_formats(run: RunRecord) -> set[str]:
+    """The reduced-precision formats a run trained in: autocast (float16 on CUDA, bfloat16 on CPU, or as
+    stated) and fp16 gradient compression."""
+    options = run.meta.get("options") or {}
+    found = set()
+    amp = options.get("amp")
+    if amp:
+        stated = str(amp).lower()
+        found.add("fp16" if stated in ("fp16", "float16", "half") else "bf16" if stated in ("bf16", "bfloat16")
+                  else "fp16" if str(run.meta.get("device") or "").startswith("cuda") else "bf16")
+    if options.get("compression") not in (None, "none", False):
+        found.add("fp16")
+    return found
+
+
 def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None = None,
           allow: frozenset[str] = frozenset(), a_name: str = "a", b_name: str = "b",
           with_end_points: bool = True) -> ParityVerdict:
@@ -176,8 +192,10 @@ def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None =
     if not common:
         raise RecordError(f"{a_name} and {b_name} share no seed: nothing to compare")
     job = check_sides([a[s] for s in common], [b[s] for s in common], allow)
-    options = [(r.meta.get("options") or {}) for r in (a[common[0]], b[common[0]])]
-    reduced = any(o.get("amp") or o.get("compression") not in (None, "none") for o in options)
+    formats = {f for r in (a[common[0]], b[common[0]]) for f in reduced_formats(r)}
+    reduced = bool(formats)
+    if band.source == "default" and (floor := precision_floor(formats)) and floor[0] > band.rtol:
+        band = dataclasses.replace(band, rtol=floor[0], detail=floor[1])  # a calibration, when given, decides
     seeds = [judge_seed(s, a[s], b[s], band) for s in common]
     end_points: dict[str, EquivalenceResult] = {}
     if with_end_points:

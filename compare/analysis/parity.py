@@ -51,6 +51,28 @@ DEFAULT_DECADE_STEPS = 60
 every DEFAULT_DECADE_STEPS steps. Measured: a one-ulp perturbation grows about tenfold every 60-100 steps
 on mlp and digits (SGD, momentum 0.9); the default takes the faster."""
 
+UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+"""Half the distance between 1 and the next number: bfloat16 keeps 8 significant bits, float16 11."""
+
+PRECISION_FACTOR = 0.5
+"""The default band's floor in reduced precision (autocast, fp16 gradient compression) without a calibration:
+this times the format's unit roundoff (bf16: 2.0e-3, fp16: 2.4e-4). Measured here (docs/parity.md): under
+bf16 autocast a one-ulp pair of one process parts by 8.2e-4 by step 20 and 2.3e-3 by step 41 (digits; mlp
+8.1e-5 and 2.8e-3 by step 60), against 1e-7 in float32: 1.9x below the band at digits' step 41, 3.3x at
+mlp's step 60 (0.25 failed the digits pair at step 41). A 5% learning-rate change from step 40 still exceeds
+it within 5 steps (mlp: 7.1e-3 at step 45 against 5.1e-3)."""
+
+
+def precision_floor(formats: set[str]) -> tuple[float, str] | None:
+    """The default band's floor for records trained in these reduced-precision formats, with its reason."""
+    if not formats:
+        return None
+    widest = max(formats, key=UNIT_ROUNDOFF.__getitem__)
+    floor = UNIT_ROUNDOFF[widest] * PRECISION_FACTOR
+    return floor, (f"reduced precision ({widest}): floor {floor:.2g} = its unit roundoff "
+                   f"{UNIT_ROUNDOFF[widest]:.2g} x {PRECISION_FACTOR:g} (docs/parity.md)")
+
+
 SATURATION = 0.05
 """A band this wide (5% relative) no longer tells a bug from chaos: the step-wise level stops there."""
 

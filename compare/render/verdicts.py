@@ -19,8 +19,9 @@ def band_text(band: dict) -> str:
     if band["source"] == "calibrated":
         return (f"{floor}, or {band['safety']:g}x the divergence of a calibration pair of this job where that is "
                 f"wider, from step 1 (calibrated: {band['detail']})")
+    precision = f"; {band['detail']}" if band.get("detail") else ""
     return (f"{floor} over the first {band['k']} steps, then growing tenfold every {band['decade_steps']:g} steps "
-            "(the documented default, docs/parity.md; `compare run` calibrates instead)")
+            f"(the documented default, docs/parity.md; `compare run` calibrates instead){precision}")
 
 
 def job_lines(comparison: dict) -> list[str]:
