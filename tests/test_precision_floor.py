@@ -76,3 +76,14 @@ def test_a_calibration_decides_when_given(tmp_path, capsys):
                       options={"amp": True})
     assert compare_main(["check", a, b, "--calibration", a, str(quiet)]) == 1  # the pair is quiet: noise fails
     assert "reduced precision" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("margin", "message"), [
+    ("final_loss=1000%", "a margin of 100% or more calls every job equivalent"),
+    ("eval_accuracy=1", "a margin of 1 (all of accuracy) or more calls every job equivalent"),
+])
+def test_a_margin_that_makes_every_job_equivalent_is_refused(tmp_path, capsys, margin, message):
+    a, b = pair(tmp_path, bf16_noise, {"amp": True})
+    assert compare_main(["check", a, b, "--margin", margin]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err

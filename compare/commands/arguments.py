@@ -54,6 +54,11 @@ def margin(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(f"{text!r}: {value!r} is not a number") from None
     if not number > 0 or number == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: the margin must be positive and finite")
+    # A margin as wide as the quantity itself calls every pair of jobs equivalent: a verdict nobody should trust.
+    if (relative and number >= 1) or (name == "eval_accuracy" and not relative and number >= 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: a margin of {'100%' if relative else '1 (all of accuracy)'} or "
+                                         "more calls every job equivalent; state the largest difference you would "
+                                         "accept (the default is 2% of a loss, 0.01 of accuracy)")
     return name, Margin("relative" if relative else "absolute", number, "user")
 
 
