@@ -122,7 +122,9 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
                 log = record_from_output(output, dirs[name], framework=name, train=loss_regex,
                                          evaluation=eval_regex, step_from=step_from)
             except LossLogError as exc:
-                print(f"verify: the {name} run wrote no run record, and its output cannot be read: {exc}",
+                hint = (" (the script imports recorder: does it take its directory from RUN_DIR?)"
+                        if "import recorder" in original.read_text(errors="replace") else "")
+                print(f"verify: the {name} run wrote no run record{hint}, and its output cannot be read: {exc}",
                       file=sys.stderr)
                 return EXIT_RUN_FAILED
             world = log.world_size
