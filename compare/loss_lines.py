@@ -71,7 +71,7 @@ class LossLog:
     repeated: list[tuple[str, float, float]] = field(default_factory=list)  # (step as printed, first, kept)
 
 
-def compile_patterns(train: str | None, evaluation: str | None) -> tuple[list[re.Pattern], re.Pattern | None]:
+def compile_patterns(train: str | None, evaluation: str | None) -> tuple[list[re.Pattern], re.Pattern]:
     """The training patterns to try and the evaluation pattern; a pattern without its groups is refused."""
     trains = [_compile(text, "--regex") for text in ((train,) if train else DEFAULT_TRAIN)]
     for regex in trains:
@@ -118,8 +118,6 @@ def split_pieces(text: str) -> list[Piece]:
                 # prefixes nest ("[1,0]<stdout>:[verify rank=0 size=2]:..."): the innermost one decides
                 pieces.append(Piece(body, number, piece_rank, size))
                 size = None
-            rank = piece_rank
-        rank = None
     return pieces
 
 
@@ -165,11 +163,13 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
     world = max(sizes) if sizes else None
     if world is not None and rank >= world:
         raise LossLogError(f"{where}: --rank {rank} is beyond the world size {world}")
-    prefixed = any(piece.rank is not None and any(r.search(piece.text) for r in trains) for piece in pieces)
+    # which training patterns each piece matches, computed once: a log can have a million lines
+    matching = {id(piece): {i for i, r in enumerate(trains) if r.search(piece.text)} for piece in pieces}
+    printing = sorted({p.rank for p in pieces if p.rank is not None and matching[id(p)]})
+    prefixed = bool(printing)
     if prefixed:
         mine = [piece for piece in pieces if piece.rank == rank]
-        if not any(r.search(piece.text) for piece in mine for r in trains):
-            printing = sorted({p.rank for p in pieces if p.rank is not None and any(r.search(p.text) for r in trains)})
+        if rank not in printing:
             raise LossLogError(f"{where}: no training loss line of rank {rank} (ranks that printed one: "
                                f"{', '.join(map(str, printing))}); choose one with --rank")
     else:
@@ -177,15 +177,16 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
             raise LossLogError(f"{where}: its lines carry no rank prefix, so rank {rank}'s cannot be told apart "
                                "(--rank needs a prefixed log)")
         mine = pieces
-    regex = next((r for r in trains if any(r.search(piece.text) for piece in mine)), None)
-    if regex is None:
+    chosen = next((i for i in range(len(trains)) if any(i in matching[id(piece)] for piece in mine)), None)
+    if chosen is None:
         raise LossLogError(f"{where}: no training loss found (no line matches " + (
             "--regex)" if train else "'step N ... loss X' or 'Train Epoch: E [N/M (P%)] Loss: X'; give --regex)"))
+    regex = trains[chosen]
     log = LossLog(pattern=regex.pattern, prefixed=prefixed, ranks=tuple(named), world_size=world)
     events = []  # ("train", key, values, where) / ("eval", None, values, where), in the order printed
     for piece in mine:
         spot = f"{where}:{piece.line}"
-        if (found := regex.search(piece.text)) is not None:
+        if chosen in matching[id(piece)] and (found := regex.search(piece.text)) is not None:
             values = {"loss": _number(found["loss"], spot, "loss")}
             if "lr" in regex.groupindex and found["lr"] is not None:
                 values["lr"] = _number(found["lr"], spot, "lr")
@@ -207,8 +208,8 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
                                                         earlier, values))
                 log.evals[last_step] = values
             continue
-        step = numbering.steps[trained if step_from == "order" else key]
         trained += 1
+        step = trained if step_from == "order" else numbering.steps[key]
         if step_from == "log" and key in first_value and first_value[key] != values["loss"]:
             if not prefixed:
                 raise LossLogError(_several_writers(spot, f"step {_shown(key)}", {"loss": first_value[key]}, values))
@@ -248,13 +249,13 @@ def _several_writers(spot: str, what: str, first: dict, then: dict) -> str:
 
 @dataclass(frozen=True)
 class Numbering:
-    steps: dict            # (epoch, counter) -> step, or index among training lines -> step
+    steps: dict            # (epoch, counter) -> step (empty for --step-from order: the line's place)
     rule: str
 
 
 def _numbering(keys: list[tuple], step_from: str) -> Numbering:
     if step_from == "order":
-        return Numbering({i: i + 1 for i in range(len(keys))}, "rank's matching lines numbered in order from 1")
+        return Numbering({}, "rank's matching lines numbered in order from 1")
     if not keys or keys[0][0] is None:
         return Numbering({key: key[1] for key in keys}, "as printed")
     counters = [counter for _, counter in keys if counter > 0]
