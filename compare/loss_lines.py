@@ -40,8 +40,9 @@ STEP_FROM = ("log", "order")
 EVAL_GROUPS = ("eval_loss", "eval_accuracy", "eval_accuracy_percent")
 
 # Anywhere in a line: "[1,0]<stdout>:", "[0]<stderr>:", "[rank0]:", "[default0]:", "[verify rank=0 size=2]:".
-BRACKETED = re.compile(r"\[(?:\d+,)?(?P<hvd>\d+)\]<std(?:out|err)>:|\[(?:rank|default)(?P<torch>\d+)\]:"
-                       r"|\[verify rank=(?P<tag>\d+) size=(?P<size>\d+)\]:")
+VERIFY_TAG = r"\[verify rank=(?P<tag>\d+) size=(?P<size>\d+)\]:"  # compare/migrate/rank_tag writes it
+BRACKETED = re.compile(r"\[(?:\d+,)?(?P<hvd>\d+)\]<std(?:out|err)>:|\[(?:rank|default)(?P<torch>\d+)\]:|"
+                       + VERIFY_TAG)
 SRUN_LABEL = re.compile(r"^\s*(?P<rank>\d+): ")
 
 

@@ -22,14 +22,14 @@ from compare.importers import Series, build_record, metrics_text, source_digest
 from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
-from compare.loss_lines import LossLog, LossLogError, read_loss_log
+from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, read_loss_log
 from compare.migrate.launch_mode import LaunchMode
 from compare.names import EXIT_RUN_FAILED
 from workload.files import write_atomic, write_json_atomic
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RANK_TAG = Path(__file__).resolve().parent / "rank_tag"
-TAG = re.compile(r"\[verify rank=\d+ size=\d+\]:")
+TAG = re.compile(VERIFY_TAG)
 
 
 def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
