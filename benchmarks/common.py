@@ -62,7 +62,7 @@ def make_model(args: argparse.Namespace) -> tuple[nn.Module, DataLoader, float]:
     seed_everything(args.seed)
     spec = WORKLOADS[args.workload]
     data = spec.make_data(args.dataset_size, None)
-    return spec.make_model(data), data.train, spec.default_lr
+    return spec.make_model(data), data.train, spec.lr
 
 
 def batch_stream(train, batch_size: int, world_size: int, rank: int, seed: int) -> Iterator:

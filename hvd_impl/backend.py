@@ -12,52 +12,25 @@ from collections.abc import Callable, Iterator
 
 import horovod
 import horovod.torch as hvd
-import psutil
 import torch
 from horovod.common.exceptions import HorovodInternalError
 from torch import nn
 
 from workload.backend import Backend, ReduceOp
-from workload.environment import mpi_library_version
-from workload.options import Options, UsageError
+from workload.errors import UsageError
+from workload.launchers import detect_launcher
+from workload.options import Options, refuse_foreign
 from workload.processes import describe_peers
+from workload.record_format import mpi_library_version
 
 _OPS = {"mean": hvd.Average, "max": hvd.Max, "sum": hvd.Sum}
-
-
-def _launcher() -> str:
-    if "WORKLOAD_LAUNCHER" in os.environ:  # started from Python (spawn.py)
-        return os.environ["WORKLOAD_LAUNCHER"]
-    if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo sets it
-        return "horovodrun"
-    if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
-        return "horovodrun" if _under_horovodrun_mpi() else "mpirun"
-    if "PMIX_RANK" in os.environ and "SLURM_PROCID" in os.environ:  # srun --mpi=pmix: no OMPI_ variables
-        return "srun"
-    return "none"
-
-
-def _under_horovodrun_mpi() -> bool:
-    """horovodrun --mpi replaces itself (execve) with `/bin/sh -c "mpirun ..."` and marks the workers
-    with no variable of its own; its mpirun line always exports NCCL_SOCKET_IFNAME. Local host only."""
-    for process in psutil.Process().parents():
-        try:
-            cmdline = process.cmdline()
-        except psutil.Error:
-            continue
-        if cmdline[:2] == ["/bin/sh", "-c"] and cmdline[2:3] and cmdline[2].startswith("mpirun ") \
-                and "-x NCCL_SOCKET_IFNAME=" in cmdline[2]:
-            return True
-    return False
 
 
 class HorovodBackend(Backend):
     framework = "horovod"
 
     def __init__(self, options: Options):
-        for flag, given in (("--zero", options.zero), ("--powersgd-rank", options.powersgd_rank is not None)):
-            if given:
-                raise UsageError(f"{flag} has no Horovod equivalent (it is a DDP feature)")
+        refuse_foreign(options, self.framework)  # --zero, --powersgd-rank: DDP's (workload/options.py)
         self.options = options
         # Horovod reads its tuning from the environment when it starts.
         if options.fusion_threshold_mb is not None:
@@ -82,7 +55,7 @@ class HorovodBackend(Backend):
             self.comm_backend = "mpi" if hvd.mpi_enabled() else "gloo"
         if options.adasum and not hvd.mpi_enabled():
             raise UsageError("--adasum needs Horovod's MPI operations: launch with horovodrun --mpi (or mpirun)")
-        self.launcher = _launcher()
+        self.launcher = detect_launcher(self.framework)
         # Horovod has no tool that names a rank which stopped answering (its stall inspector runs in the
         # negotiation that the stopped rank blocks), so the ranks note each other's host and pid to look.
         self._peers = (hvd.allgather_object((socket.gethostname(), os.getpid()))

@@ -19,7 +19,8 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from workload.backend import Backend, ReduceOp
-from workload.options import Options, UsageError
+from workload.launchers import NO_LAUNCHER, detect_launcher
+from workload.options import Options, refuse_foreign
 from workload.processes import free_loopback_port
 
 _OPS = {"mean": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "sum": dist.ReduceOp.SUM}
@@ -41,18 +42,6 @@ def _restart_rendezvous(timeout: timedelta) -> dict:
             "world_size": int(os.environ["WORLD_SIZE"])}
 
 
-def _launcher() -> str:
-    if "WORKLOAD_LAUNCHER" in os.environ:  # started from Python (spawn.py)
-        return os.environ["WORKLOAD_LAUNCHER"]
-    if "TORCHELASTIC_RUN_ID" in os.environ:
-        return "torchrun"
-    if "RANK" in os.environ and "SLURM_PROCID" in os.environ:  # one srun task per rank (docs/slurm.md)
-        return "srun"
-    if "RANK" in os.environ:
-        return "env"
-    return "none"
-
-
 def _rendezvous_for_one() -> None:
     """No launcher: one worker, on a process group of one that listens on loopback only."""
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
@@ -63,14 +52,10 @@ class DDPBackend(Backend):
     framework = "ddp"
 
     def __init__(self, options: Options):
-        if options.adasum:
-            raise UsageError("--adasum has no DDP equivalent (it is a Horovod feature)")
-        if options.elastic:
-            raise UsageError("--elastic is Horovod's; DDP's answer is torchrun --max-restarts K "
-                             "(--nnodes MIN:MAX across hosts) with --checkpoint-every N --auto-resume")
+        refuse_foreign(options, self.framework)  # --adasum, --elastic: Horovod's (workload/options.py)
         self.options = options
-        self.launcher = _launcher()
-        if self.launcher == "none":
+        self.launcher = detect_launcher(self.framework)
+        if self.launcher == NO_LAUNCHER:
             _rendezvous_for_one()
         self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
         if options.device == "cuda":
@@ -106,6 +91,10 @@ class DDPBackend(Backend):
         # to do), and its backward averages the gradients (so synchronize has nothing to do either).
         ddp = DDP(model, device_ids=self.device_ids, bucket_cap_mb=options.bucket_cap_mb,
                   gradient_as_bucket_view=options.gradient_as_bucket_view)
+        if self.rank == 0 and (options.gradient_as_bucket_view or options.bucket_cap_mb is not None):
+            # Read back from DDP itself: the line shows a tuning flag reached the wrapper, not only the record.
+            print(f"DDP: bucket cap {ddp.bucket_bytes_cap / 2**20:g} MiB, gradients as bucket views "
+                  f"{ddp.gradient_as_bucket_view}", file=sys.stderr, flush=True)
         if options.compression == "fp16":
             ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
         if options.powersgd_rank is not None:
@@ -165,9 +154,7 @@ class DDPBackend(Backend):
         return "monitored_barrier: every rank still answers"
 
     def shutdown(self) -> None:
-        # A barrier first: Gloo's worker thread lets go of the last collective's tensors only after this rank
-        # has moved on, and if the interpreter is exiting by then it aborts ("terminate called without an
-        # active exception"). The barrier's own tensors are not Python's.
+        # A barrier first: it makes Gloo's abort at exit rare (docs/fault-tolerance.md, "Gloo's abort at exit").
         dist.barrier()
         dist.destroy_process_group()
 

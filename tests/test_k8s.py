@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from compare.launch import k8s
-from workload.options import Options, UsageError
+from workload.errors import UsageError
+from workload.options import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ["--workload", "mlp", "--steps", "30", "--seeds", "0,1", "--lr", "0.05", "--threads", "2",

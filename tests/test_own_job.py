@@ -13,7 +13,8 @@ import pytest
 import torch
 from helpers import ROOT, horovodrun, ok, read_losses, read_meta, reference, run, tool, torchrun
 
-from workload.options import UsageError, build_parser, ignored_options
+from workload.errors import UsageError
+from workload.options import build_parser, ignored_options
 from workload.workloads import BUILTIN_WORKLOADS, WORKLOADS, DataSettings, Workload, load_workload, text_sequences
 
 EXAMPLE = "examples/digits_cnn.py:make_workload"

@@ -10,7 +10,7 @@ import pytest
 from fixtures import write_run
 from helpers import horovodrun, ok, read_meta, run, tool, torchrun
 
-from workload.options import UsageError
+from workload.errors import UsageError
 
 FAULT = ["--workload", "mlp", "--dataset-size", "512", "--batch-size", "16", "--steps", "6", "--seed", "1",
          "--fail-at-step", "3", "--fail-rank", "1", "--fail-mode", "exit"]

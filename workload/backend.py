@@ -20,7 +20,7 @@ ReduceOp = Literal["mean", "max", "sum"]
 
 class Backend:
     framework: str  # "horovod" | "ddp" | "reference"
-    launcher: str  # how the processes were started, for the run record
+    launcher: str  # how the processes were started, for the run record (workload/launchers.py)
     comm_backend: str  # "mpi" | "gloo" | "nccl" | "none"
     rank: int = 0
     size: int = 1

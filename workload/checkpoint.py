@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from workload.errors import UsageError
 from workload.files import write_atomic
-from workload.options import UsageError
 
 FORMAT = "hvd-compare-checkpoint/1"
 

@@ -6,25 +6,16 @@ exit status 1, the traceback going to OUT/error-rank-R.txt rather than the termi
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from workload.backend import Backend
-from workload.options import Options, UsageError, check_writable, parse_options
+from workload.errors import UsageError
+from workload.launchers import launcher_rank
+from workload.options import Options, check_writable, parse_options
 from workload.trainer import run_with_backend, train
-
-# Rank as the launchers announce it, known before any framework starts (to print an error once).
-_RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
-
-
-def launcher_rank() -> int:
-    for name in _RANK_VARIABLES:
-        if name in os.environ:
-            return int(os.environ[name])
-    return 0
 
 
 def say_error(prog: str, message: str, rank: int | None = None) -> None:

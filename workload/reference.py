@@ -11,7 +11,8 @@ import sys
 
 from workload.backend import Backend
 from workload.cli import run_training, say_error
-from workload.options import Options, UsageError, build_parser, parse_options
+from workload.errors import UsageError
+from workload.options import Options, build_parser, parse_options
 
 PROG = "python -m workload.reference"
 

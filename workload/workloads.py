@@ -27,14 +27,10 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
+from workload.errors import UsageError
+
 DATA_SEED = 1234  # fixed: the task is the same for every run seed
 PLUGIN_FORMS = "MODULE:FUNCTION or FILE.py:FUNCTION"
-
-
-def _usage_error(message: str) -> Exception:
-    from workload.options import UsageError  # options imports this module: resolve at call time
-
-    return UsageError(message)
 
 
 @dataclass(frozen=True)
@@ -91,10 +87,6 @@ class Workload:
     summary: str = ""
     name: str = ""  # set when loaded: the built-in name or the --workload spec
 
-    @property
-    def default_lr(self) -> float:
-        return self.lr
-
     def make_data(self, size: int | None = None, text_dir: Path | None = None) -> Datasets:
         """The workload's data, checked: a bad plug-in fails here with one line, not deep in the loop."""
         return _as_datasets(self.data(DataSettings(size, text_dir)), self.name)
@@ -102,10 +94,10 @@ class Workload:
     def make_model(self, data: Datasets) -> nn.Module:
         model = self.model(data)
         if not isinstance(model, nn.Module):
-            raise _usage_error(f"workload {self.name!r}: model() returned {type(model).__name__}, "
+            raise UsageError(f"workload {self.name!r}: model() returned {type(model).__name__}, "
                                "not a torch.nn.Module")
         if not any(p.requires_grad for p in model.parameters()):
-            raise _usage_error(f"workload {self.name!r}: the model has no trainable parameters")
+            raise UsageError(f"workload {self.name!r}: the model has no trainable parameters")
         return model
 
     def loss_and_correct(self, output: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -118,20 +110,20 @@ def _as_tensor_dataset(dataset: object, what: str, name: str) -> TensorDataset:
     the record fingerprints the bytes, so the samples are stacked once, up front."""
     if isinstance(dataset, TensorDataset):
         if len(dataset.tensors) != 2:
-            raise _usage_error(f"workload {name!r}: the {what} TensorDataset holds {len(dataset.tensors)} "
+            raise UsageError(f"workload {name!r}: the {what} TensorDataset holds {len(dataset.tensors)} "
                                "tensors; it needs two (inputs, targets)")
         return dataset
     if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
-        raise _usage_error(f"workload {name!r}: the {what} data is {type(dataset).__name__}, not a dataset "
+        raise UsageError(f"workload {name!r}: the {what} data is {type(dataset).__name__}, not a dataset "
                            "(a TensorDataset or any map-style Dataset of (input, target) pairs)")
     if len(dataset) == 0:  # type: ignore[arg-type]
-        raise _usage_error(f"workload {name!r}: the {what} dataset is empty")
+        raise UsageError(f"workload {name!r}: the {what} dataset is empty")
     try:
         pairs = [dataset[i] for i in range(len(dataset))]  # type: ignore[arg-type, index]
         inputs = torch.stack([torch.as_tensor(x) for x, _ in pairs])
         targets = torch.stack([torch.as_tensor(y) for _, y in pairs])
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise _usage_error(f"workload {name!r}: the {what} samples are not (input, target) pairs of tensors "
+        raise UsageError(f"workload {name!r}: the {what} samples are not (input, target) pairs of tensors "
                            f"of one shape each ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
     return TensorDataset(inputs, targets)
 
@@ -142,13 +134,13 @@ def _as_datasets(value: object, name: str) -> Datasets:
     elif isinstance(value, tuple) and len(value) == 2:
         (train, test), classes, shape = value, None, None
     else:
-        raise _usage_error(f"workload {name!r}: data() returned {type(value).__name__}; "
+        raise UsageError(f"workload {name!r}: data() returned {type(value).__name__}; "
                            "return workload.workloads.Datasets or a (train, test) pair")
     train = _as_tensor_dataset(train, "training", name)
     test = _as_tensor_dataset(test, "test", name)
     for what, dataset in (("training", train), ("test", test)):
         if len(dataset) == 0:
-            raise _usage_error(f"workload {name!r}: the {what} dataset is empty")
+            raise UsageError(f"workload {name!r}: the {what} dataset is empty")
     if shape is None:
         shape = tuple(train.tensors[0].shape[1:])
     return Datasets(train, test, classes, shape)
@@ -308,7 +300,7 @@ def text_sequences(settings: DataSettings) -> Datasets:
     n = int(n_train / 0.9)
     text = _read_text(settings.text_dir, n * (CONTEXT + 1))
     if len(text) < 4 * (CONTEXT + 1):
-        raise _usage_error(f"--text-dir {settings.text_dir}: {len(text)} bytes of text in the files directly in "
+        raise UsageError(f"--text-dir {settings.text_dir}: {len(text)} bytes of text in the files directly in "
                            f"it (UTF-8 files of any name; sub-folders are not read); the lm workload needs at "
                            f"least {4 * (CONTEXT + 1)}")
     usable = len(text) // (CONTEXT + 1) * (CONTEXT + 1)
@@ -383,23 +375,23 @@ def load_workload(spec: str) -> Workload:
 def _load_plugin(spec: str, _cwd: str) -> Workload:  # cached per working directory: a path is relative to it
     source, colon, attribute = spec.rpartition(":")
     if not colon or not source or not attribute:
-        raise _usage_error(f"unknown workload {spec!r}: choose one of {', '.join(BUILTIN_WORKLOADS)}, "
+        raise UsageError(f"unknown workload {spec!r}: choose one of {', '.join(BUILTIN_WORKLOADS)}, "
                            f"or name your own as {PLUGIN_FORMS}")
     module = _import_file(source, spec) if _is_file_form(source) else _import_module(source, spec)
     factory = getattr(module, attribute, None)
     if factory is None:
-        raise _usage_error(f"--workload {spec}: {source} has no attribute {attribute!r}")
+        raise UsageError(f"--workload {spec}: {source} has no attribute {attribute!r}")
     if not callable(factory):
-        raise _usage_error(f"--workload {spec}: {attribute} is not a function (its type is {type(factory).__name__})")
+        raise UsageError(f"--workload {spec}: {attribute} is not a function (its type is {type(factory).__name__})")
     try:
         workload = factory()
     except Exception as exc:
-        raise _usage_error(f"--workload {spec}: {attribute}() raised {_one_line(exc)}") from None
+        raise UsageError(f"--workload {spec}: {attribute}() raised {_one_line(exc)}") from None
     if not isinstance(workload, Workload):
-        raise _usage_error(f"--workload {spec}: {attribute}() returned {type(workload).__name__}, "
+        raise UsageError(f"--workload {spec}: {attribute}() returned {type(workload).__name__}, "
                            "not a workload.workloads.Workload")
     if not (isinstance(workload.lr, (int, float)) and workload.lr > 0):
-        raise _usage_error(f"--workload {spec}: the workload's lr must be a positive number, got {workload.lr!r}")
+        raise UsageError(f"--workload {spec}: the workload's lr must be a positive number, got {workload.lr!r}")
     return replace(workload, name=spec, summary=workload.summary or f"plug-in {spec}")
 
 
@@ -412,24 +404,24 @@ def _import_module(name: str, spec: str):
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-            raise _usage_error(f"--workload {spec}: no module named {exc.name!r} (run from the folder that holds "
+            raise UsageError(f"--workload {spec}: no module named {exc.name!r} (run from the folder that holds "
                                "it, or add that folder to PYTHONPATH)") from None
-        raise _usage_error(f"--workload {spec}: importing {name} failed: {_one_line(exc)}") from None
+        raise UsageError(f"--workload {spec}: importing {name} failed: {_one_line(exc)}") from None
     except Exception as exc:
-        raise _usage_error(f"--workload {spec}: importing {name} failed: {_one_line(exc)}") from None
+        raise UsageError(f"--workload {spec}: importing {name} failed: {_one_line(exc)}") from None
 
 
 def _import_file(source: str, spec: str):
     path = Path(source).expanduser().resolve()
     if not path.is_file():
-        raise _usage_error(f"--workload {spec}: no such file {source}")
+        raise UsageError(f"--workload {spec}: no such file {source}")
     # A name of its own per file, registered before it runs (dataclasses and pickling look modules up there).
     module_name = f"_workload_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     import_spec = importlib.util.spec_from_file_location(module_name, path)
     if import_spec is None or import_spec.loader is None:
-        raise _usage_error(f"--workload {spec}: {source} cannot be imported as Python")
+        raise UsageError(f"--workload {spec}: {source} cannot be imported as Python")
     module = importlib.util.module_from_spec(import_spec)
     sys.modules[module_name] = module
     if str(path.parent) not in sys.path:
@@ -438,7 +430,7 @@ def _import_file(source: str, spec: str):
         import_spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[module_name]
-        raise _usage_error(f"--workload {spec}: importing {source} failed: {_one_line(exc)}") from None
+        raise UsageError(f"--workload {spec}: importing {source} failed: {_one_line(exc)}") from None
     return module
 
 
@@ -471,11 +463,3 @@ def workload_record(spec: str) -> dict:
 def describe_workloads() -> str:
     return "; ".join(f"{name} ({workload.summary})" for name, workload in BUILTIN_WORKLOADS.items())
 
-
-# Kept for callers of the earlier names (benchmarks).
-training_loss = cross_entropy
-
-
-def loss_and_correct(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy and the number of correct predictions, for evaluation."""
-    return cross_entropy(logits, targets), argmax_correct(logits, targets)

@@ -20,8 +20,8 @@ from compare.commands.arguments import add_loss_line_arguments
 from compare.loss_lines import LossLogError, compile_patterns
 from compare.migrate.launch_mode import MODES, Undecided, decide
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
+from workload.errors import UsageError
 from workload.files import write_atomic
-from workload.options import UsageError
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -24,8 +24,9 @@ from compare.names import EXIT_OK, EXIT_RUN_FAILED, FRAMEWORKS
 from compare.render.blocks import Heading, Para, Table, ms, num, render_markdown, text_table
 from compare.render.plots import plot_size_sweep
 from compare.render.progress import ProgressReporter
+from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
-from workload.options import UsageError, check_writable, options_from_namespace, validate
+from workload.options import check_writable, options_from_namespace, validate
 
 SWEEP_WIDTHS = (32, 256, 1024, 2048, 4096)  # gradients of 14 KB, 0.34 MB, 4.5 MB, 17 MB and 68 MB
 SWEEP_STEPS = 25

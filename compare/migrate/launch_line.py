@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
-from workload.options import UsageError
+from workload.errors import UsageError
 
 RDZV_PORT = 29400  # torchrun's c10d rendezvous default port
 # horovodrun options that take a value, and those that do not (the rest of the line is the training command)
