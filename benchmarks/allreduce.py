@@ -124,7 +124,7 @@ def main() -> None:
         return
     dist.destroy_process_group()
     sys.stdout.flush()
-    os._exit(0)  # as benchmarks/bare_ddp.py: skip a teardown that now and then aborts in a gloo thread
+    os._exit(0)  # no finalization for Gloo's thread to abort in (docs/fault-tolerance.md)
 
 
 if __name__ == "__main__":

@@ -95,9 +95,8 @@ def main() -> None:
     write_result(args.out, meta, args.configs, order, block_times, block_phases, reduce, rank, world_size)
     dist.barrier()
     dist.destroy_process_group()
-    # The result is on disk. Leave without the interpreter's teardown, where a gloo thread still joinable
-    # now and then aborts the process ("terminate called without an active exception"): the launch would
-    # fail after its work was done.
+    # The result is on disk: leave before the interpreter finalizes, where Gloo's thread can abort the
+    # process and fail the launch after its work was done (docs/fault-tolerance.md, "Gloo's abort at exit").
     sys.stdout.flush()
     os._exit(0)
 

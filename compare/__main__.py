@@ -1,14 +1,7 @@
 """python -m compare: run Horovod and DDP under identical conditions and report parity and speed.
 
-  run     launch both implementations with their real launchers, then analyse and report
-  check   parity of two existing run records (runs made elsewhere: a cluster, a container)
-  report  rebuild the report from run records already on disk
-  matrix  every training feature, in its idiomatic form on each side, compared at np 2
-  faults  kill, exit or stop a worker and compare how each framework recovers
-  bench   harness overhead, allreduce bandwidth, tuning sweep, start-up (docs/benchmarks.md)
-
-Exit status: 0 parity holds, 1 parity fails, 2 usage or input error, 3 a run failed, 4 undecided,
-5 the two sides are not the same job.
+Each command is a module of compare/commands/, named in BUILT_IN here or in COMMANDS there; `--help` lists
+them from those names, and the exit statuses from compare/names.py.
 """
 
 from __future__ import annotations
@@ -20,16 +13,22 @@ import sys
 from compare.analysis.records import RecordError
 from compare.commands import COMMANDS
 from compare.commands.arguments import Parser
-from compare.names import EXIT_USAGE
+from compare.names import EXIT_INTERRUPTED, EXIT_MEANINGS, EXIT_USAGE
 from workload.options import UsageError
 
 BUILT_IN = ("run", "check", "report", "matrix", "faults", "bench")
 
 
+def exit_statuses() -> str:
+    return "Exit status:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_MEANINGS.items())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m compare", description=__doc__.split("\n\n")[0],
-                    formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+                    formatter_class=argparse.RawDescriptionHelpFormatter, epilog=exit_statuses())
+    # argparse lists each registered command with its own help line under "commands".
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, title="commands",
+                                     metavar="COMMAND")
     for name in (*BUILT_IN, *COMMANDS):  # each module adds its parser, with `func` set to its main(ns) -> int
         importlib.import_module(f"compare.commands.{name}").add_parser(commands)
     return parser
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("python -m compare: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

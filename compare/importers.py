@@ -19,9 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compare.loss_lines import LossLogError, read_loss_log
+from workload.record_format import SCHEMA_VERSION
 
 FORMATS = ("tensorboard", "csv", "jsonl", "text")
-SCHEMA_VERSION = 1
 LOSS_NAMES = ("loss", "train_loss", "train/loss", "loss/train", "training_loss", "Loss/train", "train_loss_step")
 
 
@@ -219,7 +219,7 @@ def read_tensorboard(path: Path, fields: Fields) -> Series:
     for key in ("eval_loss", "eval_accuracy"):
         if extra[key]:
             for event in accumulator.Scalars(extra[key]):
-                series.add_eval(int(event.step), {key: float(event.value)})
+                series.add_eval(int(event.step), {key: float(event.value), "wall_time": round(event.wall_time, 3)})
     return series
 
 
@@ -303,10 +303,6 @@ def build_record(series: Series, *, kind: str, source: Path, digest: str, framew
 
 def _iso(wall_time: float) -> str:
     return datetime.fromtimestamp(wall_time, timezone.utc).isoformat(timespec="seconds")
-
-
-def metrics_text(lines: list[dict]) -> str:
-    return "".join(json.dumps(line, allow_nan=False) + "\n" for line in lines)
 
 
 def parse_option(text: str) -> tuple[str, object]:

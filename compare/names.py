@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-# Exit status of every `python -m compare` command.
-EXIT_OK = 0  # parity holds (and the runs ended well)
-EXIT_PARITY_FAILS = 1  # the two sides do not train the same
-EXIT_USAGE = 2  # bad input: one line on stderr
-EXIT_RUN_FAILED = 3  # a launch or a recorded run failed
-EXIT_UNDECIDED = 4  # the evidence cannot decide: never read as "holds"
-EXIT_DIFFERENT_JOBS = 5  # the two records are not the same job (options, data, world size...)
-EXIT_NEEDS_A_PERSON = 6  # compare migrate: Horovod uses with no DDP equivalent were flagged
+# Exit status of every `python -m compare` command; EXIT_MEANINGS says what each means (and `--help` shows it).
+EXIT_OK = 0
+EXIT_PARITY_FAILS = 1
+EXIT_USAGE = 2
+EXIT_RUN_FAILED = 3
+EXIT_UNDECIDED = 4
+EXIT_DIFFERENT_JOBS = 5
+EXIT_NEEDS_A_PERSON = 6
+EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT)
+EXIT_MEANINGS = {
+    EXIT_OK: "parity holds (and the runs ended well)",
+    EXIT_PARITY_FAILS: "parity fails: the two sides do not train the same",
+    EXIT_USAGE: "usage or input error: one line on stderr",
+    EXIT_RUN_FAILED: "a launch or a recorded run failed",
+    EXIT_UNDECIDED: 'undecided: the evidence cannot decide (never read as "holds")',
+    EXIT_DIFFERENT_JOBS: "the two sides are not the same job (options, data, world size...)",
+    EXIT_NEEDS_A_PERSON: "compare migrate: Horovod uses with no DDP equivalent were flagged",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 # The parity outcome of compare/analysis/judge.py, as an exit status.
 PARITY_EXIT = {"holds": EXIT_OK, "fails": EXIT_PARITY_FAILS, "undecided": EXIT_UNDECIDED,

@@ -7,10 +7,10 @@ from native_impl.backend import DDPBackend
 from native_impl.spawn import train
 from workload.cli import main
 
-status = main(DDPBackend, "python -m native_impl", __doc__, spawn=train)
-# Everything is written and the process group destroyed: leave without interpreter teardown, where Gloo's
-# worker threads can still abort the process ("terminate called without an active exception", seen here
-# about once in ten runs; pytorch PR #179291 describes the mechanism).
+# --spawn-controller picks Horovod's controller; DDP's spawned group is always Gloo's.
+status = main(DDPBackend, "python -m native_impl", __doc__, spawn=lambda options, nprocs, _: train(options, nprocs))
+# Everything is written and the process group destroyed: leave before the interpreter finalizes, where
+# Gloo's worker thread can abort the process (docs/fault-tolerance.md, "Gloo's abort at exit").
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(status)

@@ -24,10 +24,10 @@ def _worker(local_rank: int, options: Options, nprocs: int, port: int) -> None:
                       LOCAL_WORLD_SIZE=str(nprocs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                       WORKLOAD_LAUNCHER="spawn")
     run_with_backend(options, DDPBackend)
-    os._exit(0)  # as in __main__.py: no interpreter teardown under Gloo's threads once all is written
+    os._exit(0)  # all is written: no finalization for Gloo's thread to abort in (docs/fault-tolerance.md)
 
 
-def train(options: Options, nprocs: int | None = None, _controller: str = "gloo") -> list[Path]:
+def train(options: Options, nprocs: int | None = None) -> list[Path]:
     """Train in this process (one worker, or one rank under torchrun), or in `nprocs` spawned processes.
 
     A failure in any worker ends the whole group and raises here with that worker's error.

@@ -35,12 +35,19 @@ import torch
 
 __all__ = ["Recorder"]
 
+# The record's format is workload/record_format.py's; this file is copied alone into users' projects, so it
+# keeps a copy of what it needs, which tests/test_record_format.py holds equal to that module.
 SCHEMA_VERSION = 1
+RUN_JSON, METRICS, METRICS_PART = "run.json", "metrics.jsonl", "metrics.jsonl.part"
 # Only tuning variables are recorded, never a whole environment (it can hold secrets).
 RECORDED_ENV = (
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME",
-    "HOROVOD_CACHE_CAPACITY", "HOROVOD_HIERARCHICAL_ALLREDUCE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
-    "NCCL_ALGO", "NCCL_PROTO",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME", "HOROVOD_CACHE_CAPACITY",
+    "HOROVOD_HIERARCHICAL_ALLREDUCE", "HOROVOD_GLOO_IFACE", "HOROVOD_GLOO_TIMEOUT_SECONDS",
+    "HOROVOD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+    "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
+    "NCCL_ALGO", "NCCL_PROTO", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_PARTITION",
 )
 HOST_WIDTH = 64  # bytes per host name in the start-up gather
 
@@ -114,9 +121,8 @@ class _TorchDistributed:
         return torch.cat(parts).cpu()
 
     def leave(self) -> None:
-        # A barrier, also the last collective: Gloo's worker thread can let go of a gather's Python-owned
-        # tensors after this rank has moved on, and if that happens as the interpreter exits it aborts
-        # (compare/launch/logs.py). A barrier's tensors are not Python's.
+        # A barrier as the last collective: it makes Gloo's abort at exit rare (PyTorch's bug; hvd-compare's
+        # docs/fault-tolerance.md, "Gloo's abort at exit").
         self.dist.barrier()
 
     def launcher(self) -> str:
@@ -257,7 +263,7 @@ class Recorder:
         if self.rank != 0:
             return
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "metrics.jsonl").unlink(missing_ok=True)  # a complete file from an earlier run must go
+        (self.out / METRICS).unlink(missing_ok=True)  # a complete file from an earlier run must go
         self.meta: dict = {
             "schema_version": SCHEMA_VERSION, "status": "running", "error": None,
             "framework": self.comm.framework, "launcher": self.comm.launcher(), "backend": self.comm.comm_backend,
@@ -270,8 +276,8 @@ class Recorder:
             "recorded_by": {"tool": "recorder", "script": _script(), "gather_every": gather_every},
             "start_time": _now(), "end_time": None, "duration_s": None,
         }
-        _write_atomic(self.out / "run.json", json.dumps(self.meta, indent=2) + "\n")
-        self._metrics = (self.out / "metrics.jsonl.part").open("w")
+        _write_atomic(self.out / RUN_JSON, json.dumps(self.meta, indent=2) + "\n")
+        self._metrics = (self.out / METRICS_PART).open("w")
 
     def _gather_hosts(self) -> list[str]:
         name = socket.gethostname().encode()[:HOST_WIDTH]
@@ -368,11 +374,11 @@ class Recorder:
             text = str(error).strip().splitlines()
             self.meta["error"] = f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
         if status == "ok":
-            (self.out / "metrics.jsonl.part").replace(self.out / "metrics.jsonl")
-        _write_atomic(self.out / "run.json", json.dumps(self.meta, indent=2) + "\n")
+            (self.out / METRICS_PART).replace(self.out / METRICS)
+        _write_atomic(self.out / RUN_JSON, json.dumps(self.meta, indent=2) + "\n")
         if status == "ok":
             loss = "n/a" if self._last_loss is None else f"{self._last_loss:.4f}"
-            print(f"recorder: wrote {self.out}/run.json: {self.steps} steps, final loss {loss}, "
+            print(f"recorder: wrote {self.out / RUN_JSON}: {self.steps} steps, final loss {loss}, "
                   f"{self.meta['duration_s']:.1f} s", flush=True)
 
     def __enter__(self) -> Recorder:

@@ -85,3 +85,18 @@ def test_bad_input(tmp_path, args, message):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "o" / "report.md").exists()
+
+
+def test_help_lists_every_registered_command_and_exit_status():
+    """--help is generated: from the command registry and compare/names.py, so it cannot fall behind them."""
+    from compare.__main__ import BUILT_IN
+    from compare.commands import COMMANDS
+    from compare.names import EXIT_MEANINGS
+
+    result = compare("--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())  # argparse wraps long help lines
+    for name in (*BUILT_IN, *COMMANDS):
+        assert f" {name.removesuffix('_records')} " in text, name  # import_records registers "import"
+    for code, meaning in EXIT_MEANINGS.items():
+        assert f"{code} {meaning}" in text, code

@@ -1,4 +1,4 @@
-"""The run record: run.json and metrics.jsonl (schema in docs/run-record.md)."""
+"""Writing the run record: run.json and metrics.jsonl (the format: workload/record_format.py)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from workload.files import write_json_atomic
-
-SCHEMA_VERSION = 1
-
-
-def strict(entry: dict) -> dict:
-    """Strict JSON has no NaN or Infinity (jq, JavaScript and most readers reject them): a non-finite number
-    becomes null, and the entry says what it was ("nonfinite": {"loss": "nan"})."""
-    bad = {key: repr(value) for key, value in entry.items() if isinstance(value, float) and not math.isfinite(value)}
-    if not bad:
-        return entry
-    return {**{key: None if key in bad else value for key, value in entry.items()}, "nonfinite": bad}
+from workload.record_format import METRICS, METRICS_PART, RUN_JSON, SCHEMA_VERSION, metrics_line, write_run_json
 
 
 def now_iso() -> str:
@@ -48,7 +37,7 @@ class RunRecorder:
 
     @property
     def partial_path(self) -> Path:
-        return self.out / "metrics.jsonl.part"
+        return self.out / METRICS_PART
 
     def start(self, meta: dict, resume_step: int | None = None) -> None:
         """Begin the record. When resuming in the same directory, the metrics of the steps up to the
@@ -62,8 +51,8 @@ class RunRecorder:
             print(notice, file=sys.stderr, flush=True)
         self.out.mkdir(parents=True, exist_ok=True)
         kept = self._earlier_lines(resume_step) if resume_step is not None else []
-        (self.out / "metrics.jsonl").unlink(missing_ok=True)  # a stale complete file must not survive
-        write_json_atomic(self.out / "run.json", self.meta)
+        (self.out / METRICS).unlink(missing_ok=True)  # a stale complete file must not survive
+        write_run_json(self.out, self.meta)
         self._metrics = self.partial_path.open("w")
         self._metrics.writelines(kept)
 
@@ -98,7 +87,7 @@ class RunRecorder:
             raise
 
     def _earlier_lines(self, resume_step: int) -> list[str]:
-        for source in (self.out / "metrics.jsonl", self.partial_path):
+        for source in (self.out / METRICS, self.partial_path):
             if source.exists():
                 lines = []
                 for line in source.read_text().splitlines(keepends=True):
@@ -117,7 +106,7 @@ class RunRecorder:
             if not math.isfinite(entry["loss"]) and self.nonfinite is None:
                 self.nonfinite = (entry["step"], repr(entry["loss"]))
         if self._metrics is not None:
-            self._metrics.write(json.dumps(strict(entry), allow_nan=False) + "\n")
+            self._metrics.write(metrics_line(entry))
 
     def flush(self) -> None:
         if self._metrics is not None:
@@ -132,8 +121,8 @@ class RunRecorder:
             self._metrics.close()
             self._metrics = None
         if status == "ok":
-            self.partial_path.replace(self.out / "metrics.jsonl")
-        write_json_atomic(self.out / "run.json", self.meta)
+            self.partial_path.replace(self.out / METRICS)
+        write_run_json(self.out, self.meta)
         if status == "ok":
             print(self.closing_line(), flush=True)
 
@@ -141,7 +130,7 @@ class RunRecorder:
         """One line on success: where the record is and how the run ended."""
         loss = self._last_loss
         final = f"final loss {loss:.4f}" if loss is not None and math.isfinite(loss) else f"final loss {loss}"
-        return (f"wrote {self.out}/run.json: {self.meta.get('steps', '?')} steps, {final}, "
+        return (f"wrote {self.out / RUN_JSON}: {self.meta.get('steps', '?')} steps, {final}, "
                 f"{self.meta.get('duration_s', 0):.1f} s")
 
 

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from compare.analysis.records import RunRecord
+from workload.record_format import CONTENTION_RECORD
 
-CONTENTION_RECORD = "contention.json"
 # Other processes' CPU use below this (in cores) is background noise on any machine.
 OTHERS_MIN_CORES = 0.10
 # The job plus the others must leave this much of a core idle, or they competed for the cores.

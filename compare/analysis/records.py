@@ -1,4 +1,4 @@
-"""Reading run records (docs/run-record.md): one run directory = run.json + metrics.jsonl.
+"""Reading run records: one run directory = run.json + metrics.jsonl (the format: workload/record_format.py).
 
 Every problem with a record is a `RecordError` whose message is one line naming the file (and the line
 for metrics.jsonl), so that a command line tool can print it as is.
@@ -14,9 +14,16 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = 1
-REQUIRED_META_KEYS = ("framework", "world_size", "seed", "status")
-REQUIRED_STEP_KEYS = ("step", "loss", "step_time_s")
+from workload.record_format import (
+    METRICS,
+    METRICS_PART,
+    REQUIRED_RUN_KEYS,
+    REQUIRED_STEP_KEYS,
+    RUN_JSON,
+    SCHEMA_VERSION,
+    loads,
+)
+
 FINAL_LOSS_STEPS = 5
 
 
@@ -141,19 +148,21 @@ class RunRecord:
 
 def _read_meta(path: Path) -> dict:
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RecordError(f"{path}: missing") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # NaN or Infinity: not strict JSON
+        raise RecordError(f"{path}: {exc}") from None
     if not isinstance(meta, dict):
         raise RecordError(f"{path}: not a JSON object")
     version = meta.get("schema_version")
     if version != SCHEMA_VERSION:
         raise RecordError(f"{path}: unsupported schema_version {version} (this tool reads {SCHEMA_VERSION})")
-    missing = [key for key in REQUIRED_META_KEYS if key not in meta]
+    missing = [key for key in REQUIRED_RUN_KEYS if key not in meta]
     if missing:
         raise RecordError(f"{path}: missing key(s) {', '.join(missing)}")
     return meta
@@ -177,12 +186,14 @@ def _read_metrics(path: Path, *, partial: bool) -> tuple[list[dict], list[dict]]
             continue
         is_unterminated_last = number == len(lines)  # split leaves "" after a final newline
         try:
-            entry = json.loads(line)
+            entry = loads(line)
         except json.JSONDecodeError:
             if partial and is_unterminated_last:
                 break
             what = "truncated line" if is_unterminated_last else "not valid JSON"
             raise RecordError(f"{path}:{number}: {what}") from None
+        except ValueError as exc:  # NaN or Infinity: not strict JSON
+            raise RecordError(f"{path}:{number}: {exc}") from None
         if not isinstance(entry, dict):
             raise RecordError(f"{path}:{number}: not a JSON object")
         kind = entry.get("kind")
@@ -209,8 +220,8 @@ def _read_metrics(path: Path, *, partial: bool) -> tuple[list[dict], list[dict]]
 def load_run(run_dir: Path | str) -> RunRecord:
     """Read one run directory: run.json, then metrics.jsonl (or metrics.jsonl.part if unfinished)."""
     run_dir = Path(run_dir)
-    meta = _read_meta(run_dir / "run.json")
-    final, part = run_dir / "metrics.jsonl", run_dir / "metrics.jsonl.part"
+    meta = _read_meta(run_dir / RUN_JSON)
+    final, part = run_dir / METRICS, run_dir / METRICS_PART
     if final.exists():
         steps, evals = _read_metrics(final, partial=False)
         complete = True
@@ -229,7 +240,7 @@ def find_runs(root: Path | str) -> list[RunRecord]:
     root = Path(root)
     if not root.is_dir():
         raise RecordError(f"{root}: no such directory")
-    dirs = sorted({p.parent for p in root.rglob("run.json") if p.is_file()})
+    dirs = sorted({p.parent for p in root.rglob(RUN_JSON) if p.is_file()})
     return [load_run(d) for d in dirs]
 
 

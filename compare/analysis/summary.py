@@ -14,6 +14,7 @@ from compare.analysis.judge import judge
 from compare.analysis.parity import CONFIDENCE, STEP_K, STEP_RTOL, Band, Margin, calibrated_band, combine_bands
 from compare.analysis.records import RecordError, RunRecord, jsonable
 from compare.analysis.speed import add_speed, speed_verdict
+from compare.analysis.time_to_target import Target, time_to_target
 from compare.names import FRAMEWORKS, JUDGED, display
 
 Group = dict[int, RunRecord]  # seed -> run
@@ -37,7 +38,7 @@ def failure(run: RunRecord) -> dict:
     return entry
 
 
-def group_runs(runs: list[RunRecord]) -> tuple[dict[tuple[str, int], Group], list[str]]:
+def group_runs(runs: list[RunRecord]) -> dict[tuple[str, int], Group]:
     """(framework, world size) -> seed -> run for the runs that ended well, of the first round (later rounds
     of `compare run --repeats` time the job again), calibration runs apart. Two runs for the same
     (framework, world size, seed) are ambiguous: RecordError."""
@@ -50,7 +51,7 @@ def group_runs(runs: list[RunRecord]) -> tuple[dict[tuple[str, int], Group], lis
             raise RecordError(f"two runs for {run.framework} np {group_world_size(run)} seed {run.seed}: "
                               f"{group[run.seed].path} and {run.path}")
         group[run.seed] = run
-    return dict(groups), []
+    return dict(groups)
 
 
 # Whose calibration stands for a side's own float chaos: Horovod trains DDP's model with DDP's optimizer (its
@@ -200,11 +201,12 @@ def run_summary(run: RunRecord) -> dict:
 
 def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, k: int = STEP_K,
             margins: dict[str, Margin] | None = None, allow: frozenset[str] = frozenset(),
-            bands: dict[int, Band] | None = None) -> dict:
+            bands: dict[int, Band] | None = None, targets: tuple[Target, ...] = ()) -> dict:
     """The whole report's data. Runs that did not end well are listed under "failures" and not judged.
     The band of each world size is its calibration pair's when the runs hold one (compare run makes it),
-    else `bands` (given), else the documented default."""
-    groups, notes = group_runs(runs)
+    else `bands` (given), else the documented default. With `targets`, "time_to_target" holds a verdict
+    per target and world size (compare/analysis/time_to_target.py); without, the key is absent."""
+    groups = group_runs(runs)
     calibrated = {**calibration_bands(runs, rtol, k), **{("ddp", ws): band for ws, band in (bands or {}).items()}}
     world_sizes = sorted({ws for f, ws in groups if f in JUDGED})
     levels = [analyse_level(ws, groups, warmup=warmup, bands=calibrated, rtol=rtol, k=k, margins=margins or {},
@@ -212,7 +214,9 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, 
     add_speed(levels, runs, warmup)
     failures = [failure(r) for r in sorted(runs, key=lambda r: str(r.path)) if not r.ok]
     speed = speed_verdict(levels, runs)
+    reached = {"time_to_target": [v.to_dict() for v in time_to_target(runs, targets)]} if targets else {}
     return jsonable({
+        **reached,
         "settings": {"warmup": warmup, "rtol": rtol, "k": k, "confidence": CONFIDENCE,
                      "margins": {name: vars(m) for name, m in (margins or {}).items()}, "allow": sorted(allow)},
         "verdict": {"parity": overall_parity(levels), "speed": speed},
@@ -223,5 +227,5 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, 
         "runs": [run_summary(r) for r in sorted(runs, key=lambda r: str(r.path))],
         "imported": [{**identity(r), **{k: r.imported.get(k) for k in ("format", "source", "sha256", "imported_at")}}
                      for r in sorted(runs, key=lambda r: str(r.path)) if r.imported is not None],
-        "notes": notes + coverage_notes(groups),
+        "notes": coverage_notes(groups),
     })

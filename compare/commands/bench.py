@@ -41,9 +41,11 @@ from compare.launch.commands import Launch, benchmark_launch, build_launch
 from compare.launch.process import Outcome, run_launch
 from compare.names import EXIT_OK, EXIT_RUN_FAILED, FRAMEWORKS
 from compare.render.blocks import DASH, Code, Heading, Para, Table, render_markdown
-from workload import environment
+from workload import record_format
+from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
-from workload.options import Options, UsageError, check_writable, parse_options
+from workload.options import Options, check_writable, parse_options
+from workload.record_format import LAUNCH_LOG, RUN_JSON
 from workload.workloads import WORKLOADS, load_workload
 
 BENCH_SCHEMA_VERSION = 1
@@ -306,7 +308,7 @@ def run_project(bench: Bench, framework: str, n: int, out: Path, tuned: dict | N
     label = f"{'tuned' if tuned else 'project'} {framework} np{n}"
     launch = build_launch(name, n, options, out, horovod_controller=controller)
     launch = replace(launch, framework=label, env={**launch.env, **extra["env"]})
-    outcome, timing = bench.run(launch, watch=out / "run.json")
+    outcome, timing = bench.run(launch, watch=out / RUN_JSON)
     if not outcome.ok:
         return {"ok": False, "launcher": LAUNCHER_LABELS[launcher]}
     try:
@@ -336,7 +338,7 @@ def run_costs(bench: Bench) -> dict | None:
 def run_e2e(bench: Bench) -> dict:
     out = bench.out / "runs" / "e2e"
     command = [sys.executable, "-m", "compare", "run", "--out", str(out / "comparison")]
-    launch = Launch("compare run (defaults)", 0, (), command, {"PYTHONUNBUFFERED": "1"}, out, out / "launch.log")
+    launch = Launch("compare run (defaults)", 0, (), command, {"PYTHONUNBUFFERED": "1"}, out, out / LAUNCH_LOG)
     outcome, timing = bench.run(launch, timeout=max(bench.settings.timeout, 900.0))
     return {"command": shlex.join(["python", "-m", "compare", "run"]), "wall_s": round(timing["total_s"], 1),
             "exit_status": outcome.returncode, "timed_out": outcome.timed_out, "log": str(launch.log_path)}
@@ -850,8 +852,8 @@ def run_bench(ns: argparse.Namespace) -> int:
     bench = Bench(settings, ns.out)
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("compare", "__main__.py")) else ["bench"]
     result: dict = {"schema_version": BENCH_SCHEMA_VERSION, "command": shlex.join(["python", "-m", "compare", *argv]),
-                    "settings": asdict(settings), "machine": environment.host_info(),
-                    "versions": environment.versions(), "load_average_at_start": os.getloadavg()}
+                    "settings": asdict(settings), "machine": record_format.host_info(),
+                    "versions": record_format.versions(), "load_average_at_start": os.getloadavg()}
     gradient_mb = gradient_megabytes(settings.workload)
     result["gradient_mb"] = gradient_mb
     if "allreduce" in settings.parts:

@@ -14,6 +14,7 @@ from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
 from compare.render.verdicts import OUTCOME_WORDS, band_text, comparison_summary, end_point_line, job_lines, seed_line
+from workload.record_format import RUN_JSON
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -33,7 +34,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def runs_in(directory: Path) -> list[RunRecord]:
     if not directory.is_dir():
         raise RecordError(f"{directory}: no such directory")
-    if (directory / "run.json").exists():
+    if (directory / RUN_JSON).exists():
         return [load_run(directory)]
     runs = find_runs(directory)
     if not runs:

@@ -25,8 +25,9 @@ from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
 from compare.names import EXIT_OK, EXIT_RUN_FAILED
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
+from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
-from workload.options import Options, UsageError
+from workload.options import Options
 
 SCENARIOS = ("kill", "exit", "hang")
 FAULT_STEP, FAULT_RANK = 13, 1

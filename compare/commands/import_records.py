@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 from compare.commands.arguments import add_loss_line_arguments
-from compare.importers import FORMATS, Fields, LogFormatError, build_record, metrics_text, parse_option, read_series
+from compare.importers import FORMATS, Fields, LogFormatError, build_record, parse_option, read_series
 from compare.importers import source_digest as digest_of
-from workload.files import write_atomic, write_json_atomic
-from workload.options import UsageError, check_writable
+from workload.errors import UsageError
+from workload.options import check_writable
+from workload.record_format import write_metrics, write_run_json
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -73,10 +74,9 @@ def main(ns: argparse.Namespace) -> int:
                                framework=ns.framework, world_size=ns.world_size, seed=ns.seed, options=options,
                                global_batch=ns.global_batch)
     check_writable(ns.out)
-    (ns.out / "metrics.jsonl.part").unlink(missing_ok=True)
     # metrics first, run.json last: a reader that sees the new run.json sees the new metrics.
-    write_atomic(ns.out / "metrics.jsonl", metrics_text(lines))
-    write_json_atomic(ns.out / "run.json", meta)
+    write_metrics(ns.out, lines)
+    write_run_json(ns.out, meta)
     steps = [line for line in lines if line["kind"] == "step"]
     every = meta["imported"]["steps_logged_every"]
     print(f"imported {len(steps)} steps (steps {steps[0]['step']}-{steps[-1]['step']}) and "

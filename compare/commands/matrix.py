@@ -24,8 +24,10 @@ from compare.launch.process import run_launch
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED, FRAMEWORKS
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
 from compare.render.verdicts import OUTCOME_WORDS, comparison_summary
+from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
-from workload.options import Options, UsageError
+from workload.options import Options
+from workload.record_format import RUN_JSON
 from workload.workloads import load_workload
 
 MATRIX_SCHEMA_VERSION = 1
@@ -238,7 +240,7 @@ def _feature_row(feature: Feature, root: Path, base: Options, ns: argparse.Names
         files = sorted(p.name for side in FRAMEWORKS for p in (root / side).glob("*trace*"))
         timeline = (root / "horovod" / "horovod-timeline.json").exists()
         row.detail = f"Horovod timeline: {'written' if timeline else 'missing'}; torch traces: {len(files)}"
-        row.effect["files"] = [str(p.relative_to(root.parent)) for p in root.rglob("*.json") if p.name != "run.json"]
+        row.effect["files"] = [str(p.relative_to(root.parent)) for p in root.rglob("*.json") if p.name != RUN_JSON]
     return row
 
 
@@ -269,11 +271,11 @@ def matrix_table(rows: list[Row]) -> Table:
 
 
 def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options) -> None:
-    from workload import environment
+    from workload import record_format
 
     document = {"schema_version": MATRIX_SCHEMA_VERSION, "world_size": 2, "base_options": base.as_record(),
                 "rtol": STEP_RTOL, "rows": [row.to_dict() for row in rows], "commands": commands,
-                "machine": environment.host_info()}
+                "machine": record_format.host_info()}
     write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
     blocks = [Heading(1, "Feature matrix: Horovod vs DDP at np 2"),
               Para(f"Workload: {base.workload}, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, "

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from compare.names import MODULES
 from workload.options import Options, to_argv
+from workload.record_format import LAUNCH_LOG
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,8 @@ def executable(name: str) -> str:
 
 
 def thread_env(threads: int) -> dict[str, str]:
-    """torchrun sets OMP_NUM_THREADS=1 and horovodrun sets nothing: every launch gets the same count."""
+    """The thread variables of every launch, local, Slurm (slurm.py) and Kubernetes (k8s.py) alike:
+    torchrun sets OMP_NUM_THREADS=1, horovodrun, mpirun and srun set nothing, so each side is given the count."""
     return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
 
 
@@ -131,7 +133,7 @@ def build_launch(framework: str, world_size: int, options: Options, run_root: Pa
     if private_network:
         command = [*PRIVATE_NETWORK, *command]
     return Launch(framework, world_size, options.seeds, command, launch_env(framework, options.threads, extra_env),
-                  run_root, run_root / "launch.log")
+                  run_root, run_root / LAUNCH_LOG)
 
 
 def benchmark_launch(name: str, module: str, args: list[str], world_size: int, launcher: str, out: Path,
@@ -141,7 +143,7 @@ def benchmark_launch(name: str, module: str, args: list[str], world_size: int, l
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**thread_env(threads), "GLOO_SOCKET_IFNAME": "lo", "PYTHONPATH": path}
     return Launch(name, world_size, (0,), launcher_command(launcher, world_size, program), env, out,
-                  out / "launch.log")
+                  out / LAUNCH_LOG)
 
 
 def recovery_launch(framework: str, options: Options, out: Path, *, faulty: bool) -> Launch:
@@ -157,4 +159,4 @@ def recovery_launch(framework: str, options: Options, out: Path, *, faulty: bool
         command = horovodrun(2, "gloo", python_module(MODULES["horovod"], [*argv, *(["--elastic"] if faulty else [])]),
                              elastic=elastic)
     return Launch(framework, 2, options.seeds, command, launch_env(framework, options.threads), out,
-                  out / "launch.log")
+                  out / LAUNCH_LOG)

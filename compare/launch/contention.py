@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import psutil
 
-CONTENTION_RECORD = "contention.json"  # beside the launch's run records (its run_root)
 TOP_OTHERS = 5  # the busiest other processes named in the record
 
 Key = tuple[int, float]  # (pid, start time): a reused pid is another process

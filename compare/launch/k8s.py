@@ -21,7 +21,9 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from workload.options import Options, UsageError, to_argv
+from compare.launch.commands import thread_env
+from workload.errors import UsageError
+from workload.options import Options, to_argv
 
 RESULTS_MOUNT = "/results"
 RESULTS_VOLUME = "results"
@@ -85,11 +87,9 @@ def training_args(options: Options, framework: str) -> list[str]:
     return to_argv(options, out=PurePosixPath(RESULTS_MOUNT) / "runs" / framework, seeds=options.seeds)  # type: ignore[arg-type]
 
 
-def thread_env(options: Options) -> list[dict]:
-    # mpirun sets no OMP_NUM_THREADS and torchrun sets 1: both get the same.
-    return [{"name": "OMP_NUM_THREADS", "value": str(options.threads)},
-            {"name": "MKL_NUM_THREADS", "value": str(options.threads)},
-            {"name": "PYTHONUNBUFFERED", "value": "1"}]
+def container_env(options: Options) -> list[dict]:
+    """The launch's thread variables (commands.thread_env) as a container's name/value pairs."""
+    return [{"name": name, "value": value} for name, value in thread_env(options.threads).items()]
 
 
 def _resources(cluster: Cluster, options: Options) -> dict:
@@ -117,7 +117,7 @@ def mpijob(cluster: Cluster, options: Options) -> list[dict]:
     sshd_map = f"{name}-sshd"
     mpirun = ["mpirun", "-np", str(cluster.world_size), "--bind-to", "none", "--map-by", "slot",
               "-mca", "plm_rsh_args", f"-p {MPI_SSH_PORT} -o ConnectionAttempts=10",
-              "-x", "OMP_NUM_THREADS", "-x", "MKL_NUM_THREADS", "-x", "PYTHONUNBUFFERED",
+              *(word for name in thread_env(options.threads) for word in ("-x", name)),  # to every rank
               "python", "-m", "hvd_impl", *training_args(options, "horovod")]
     ssh_dir = "/home/hvd/.ssh"
     sshd_config = (f"Port {MPI_SSH_PORT}\nHostKey {ssh_dir}/id_rsa\nAuthorizedKeysFile {ssh_dir}/authorized_keys\n"
@@ -128,13 +128,13 @@ def mpijob(cluster: Cluster, options: Options) -> list[dict]:
     }
     launcher = {
         "name": "mpi-launcher", "image": cluster.image, "command": ENTRYPOINT, "args": mpirun,
-        "env": thread_env(options),
+        "env": container_env(options),
         "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}},
     }
     worker = {
         "name": "mpi-worker", "image": cluster.image, "command": ENTRYPOINT,
         "args": ["/usr/sbin/sshd", "-De", "-f", f"{SSHD_CONFIG_MOUNT}/sshd_config"],
-        "env": thread_env(options),
+        "env": container_env(options),
         "resources": _resources(cluster, options),
         "volumeMounts": [_results_mount(), {"name": "sshd-config", "mountPath": SSHD_CONFIG_MOUNT}],
     }
@@ -171,7 +171,7 @@ def torchrun_args(options: Options) -> list[str]:
 
 def _ddp_container(cluster: Cluster, options: Options) -> dict:
     return {"name": "pytorch", "image": cluster.image, "command": ENTRYPOINT, "args": torchrun_args(options),
-            "env": thread_env(options), "resources": _resources(cluster, options),
+            "env": container_env(options), "resources": _resources(cluster, options),
             "volumeMounts": [_results_mount()]}
 
 
@@ -214,7 +214,7 @@ def trainjob(cluster: Cluster, options: Options) -> dict:
                 "image": cluster.image,
                 "command": ENTRYPOINT,
                 "args": torchrun_args(options),
-                "env": thread_env(options),
+                "env": container_env(options),
                 "numNodes": cluster.workers,
                 "numProcPerNode": cluster.procs_per_worker,
                 "resourcesPerNode": _resources(cluster, options),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from workload.record_format import METRICS, METRICS_PART, says_ok
 from workload.trainer import seed_directory
 
 _RANK_PATTERNS = (
@@ -39,24 +39,16 @@ def failing_rank(log: str) -> int | None:
 _TELLING = re.compile(r"error|injecting fault|exit with status|Exit code|exitcode|Root Cause|timed? ?out", re.I)
 
 
-# What libstdc++ prints when a thread that takes the GIL while the interpreter finalizes is unwound: Gloo's
-# worker thread letting go of the last collective's Python-owned tensors, or of a comm hook's Python
-# callback, after the rank has left the script. PyTorch's bug (pytorch/pytorch#190489), not the training.
+# What a worker prints when Gloo's thread aborts it as its interpreter exits: PyTorch's bug, not the
+# training (docs/fault-tolerance.md, "Gloo's abort at exit").
 TEARDOWN_ABORT = "terminate called without an active exception"
 TEARDOWN_NOTE = ("a worker aborted as its interpreter exited, after every record was complete: PyTorch's Gloo "
-                 "teardown race (pytorch/pytorch#190489), not the training; the records stand")
+                 "teardown race (docs/fault-tolerance.md), not the training; the records stand")
 
 
 def records_complete(run_root: Path, seeds: tuple[int, ...]) -> bool:
-    """Every seed's run.json says "ok" (rank 0 writes it only after the last step of every rank)."""
-    for seed in seeds:
-        try:
-            meta = json.loads((seed_directory(run_root, seed, seeds) / "run.json").read_text())
-        except (OSError, ValueError):
-            return False
-        if not isinstance(meta, dict) or meta.get("status") != "ok":
-            return False
-    return True
+    """Every seed's record is complete (rank 0 writes "ok" only after the last step of every rank)."""
+    return all(says_ok(seed_directory(run_root, seed, seeds)) for seed in seeds)
 
 
 def aborted_after_the_records(log: str, run_root: Path, seeds: tuple[int, ...]) -> bool:
@@ -80,7 +72,7 @@ def steps_done(run_root: Path, seeds: tuple[int, ...]) -> int:
     done = 0
     for seed in seeds:
         seed_dir = seed_directory(run_root, seed, seeds)
-        for name in ("metrics.jsonl", "metrics.jsonl.part"):
+        for name in (METRICS, METRICS_PART):
             try:  # the trainer renames .part to metrics.jsonl when it finishes: possibly between two opens
                 with (seed_dir / name).open("rb") as handle:
                     done += sum(1 for line in handle if line.startswith(b'{"kind": "step"'))

@@ -89,9 +89,8 @@ ALLGATHER = ("hvd.allgather concatenates along dimension 0 and allows a differen
 ALLGATHER_OBJECT = "The same: a list of every rank's picklable object."
 BROADCAST = "A copy of the root's tensor on every rank (dist.broadcast writes in place)."
 BROADCAST_OBJECT = "The same: the root rank's picklable object on every rank."
-SHUTDOWN = ("destroy_process_group() ends the job, after a barrier: Gloo's worker thread can let go of the last "
-            "collective's tensors after the rank has moved on, and if the interpreter is exiting by then it "
-            "aborts: PyTorch's bug, which the barrier makes rare (docs/migration.md).")
+SHUTDOWN = ("destroy_process_group() ends the job, after a barrier: it makes Gloo's abort at exit, PyTorch's "
+            "bug, rare (docs/fault-tolerance.md).")
 END_OF_JOB = ("No hvd.shutdown(): Horovod shuts down at exit. The process group is destroyed explicitly at the "
               "end of the block that initialised it (torch warns otherwise), after a barrier.")
 HOROVOD_RUN = ("horovod.run(fn, args, np=N) -> torch.multiprocessing.spawn on this host, each worker given "

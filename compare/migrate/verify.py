@@ -18,14 +18,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compare.importers import Series, build_record, metrics_text, source_digest
+from compare.importers import Series, build_record, source_digest
 from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, read_loss_log
 from compare.migrate.launch_mode import LaunchMode
 from compare.names import EXIT_RUN_FAILED
-from workload.files import write_atomic, write_json_atomic
+from workload.record_format import LAUNCH_LOG, METRICS, METRICS_PART, RUN_JSON, write_metrics, write_run_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RANK_TAG = Path(__file__).resolve().parent / "rank_tag"
@@ -45,14 +45,14 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float, scrip
     """Run one launch with RUN_DIR set and the rank tag loaded, supervised as every launch is (its whole tree
     stopped on a timeout); its output goes to run_dir/launch.log. Returns (exit status, output): 0 for every
     launch that counts as ok, which includes one that failed only in a worker's interpreter teardown
-    (compare/launch/logs.py)."""
+    (docs/fault-tolerance.md, "Gloo's abort at exit")."""
     run_dir.mkdir(parents=True, exist_ok=True)
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
     # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
     python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
                                                 os.environ.get("PYTHONPATH")]))
     env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path}
-    outcome = run_launch(Launch(name, 0, (0,), command, env, run_dir, run_dir / "launch.log"), timeout)
+    outcome = run_launch(Launch(name, 0, (0,), command, env, run_dir, run_dir / LAUNCH_LOG), timeout)
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
     output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
     print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})", flush=True)
@@ -70,16 +70,16 @@ def record_from_output(output: str, run_dir: Path, *, framework: str, train: str
     """run.json + metrics.jsonl from rank 0's printed loss and evaluation lines (metrics first, run.json last).
     Raises LossLogError when the lines cannot be read as rank 0's."""
     log = read_loss_log(output, train=train, evaluation=evaluation, step_from=step_from,
-                        where=str(_shown(run_dir / "launch.log")))
+                        where=str(_shown(run_dir / LAUNCH_LOG)))
     series = Series(steps=log.steps, evals=log.evals, repeated=log.repeated,
                     fields={"regex": log.pattern, "steps": log.step_rule, "rank": "0"})
-    source = run_dir / "launch.log"
+    source = run_dir / LAUNCH_LOG
     meta, lines = build_record(series, kind="text", source=source, digest=source_digest(source) if source.exists()
                                else "", framework=framework, world_size=log.world_size, seed=0, options={},
                                global_batch=None)
     meta["recorded_by"] = {"tool": "compare migrate --verify", "from": "rank 0's printed lines"}
-    write_atomic(run_dir / "metrics.jsonl", metrics_text(lines))
-    write_json_atomic(run_dir / "run.json", meta)
+    write_metrics(run_dir, lines)
+    write_run_json(run_dir, meta)
     return log
 
 
@@ -107,14 +107,14 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
           flush=True)
     print(f"  launch: {mode.why}", flush=True)
     for name, command in commands.items():
-        for stale in ("run.json", "metrics.jsonl", "metrics.jsonl.part"):
+        for stale in (RUN_JSON, METRICS, METRICS_PART):
             (dirs[name] / stale).unlink(missing_ok=True)
         code, output = run_side(name, command, dirs[name], timeout, original.parent)
         if code != 0:
             tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
             return EXIT_RUN_FAILED
-        record = dirs[name] / "run.json"
+        record = dirs[name] / RUN_JSON
         if record.exists():
             world = json.loads(record.read_text()).get("world_size")
         else:

@@ -181,7 +181,7 @@ def plot_scaling(analysis: dict, path: Path) -> Path | None:
 def write_plots(runs: list[RunRecord], analysis: dict, out_dir: Path | str) -> list[Path]:
     """Every figure that has data, as PNGs in out_dir."""
     out_dir = Path(out_dir)
-    groups, _ = group_runs(runs)
+    groups = group_runs(runs)
     warmup = analysis["settings"]["warmup"]
     written = [
         plot_loss_curves(groups, out_dir / "loss_curves.png"),

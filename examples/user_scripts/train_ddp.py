@@ -46,9 +46,8 @@ def main() -> None:
     args = parse_args()
     dist.init_process_group("gloo")  # torchrun provides the rendezvous
     train(args)
-    # A barrier before leaving: Gloo's worker thread lets go of the last collective's tensors only after this
-    # rank has moved on, and if the interpreter is exiting by then it aborts ("terminate called without an
-    # active exception"). The barrier's own tensors are not Python's.
+    # A barrier before leaving: it makes Gloo's abort at exit rare (PyTorch's bug; hvd-compare's
+    # docs/fault-tolerance.md, "Gloo's abort at exit").
     dist.barrier()
     dist.destroy_process_group()
 
