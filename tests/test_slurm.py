@@ -205,7 +205,7 @@ def wait_for_nothing(cluster: SlurmCluster, job_id: str, within_s: float = 30) -
 
 def test_ranks_spread_evenly_over_the_nodes():
     from compare.launch.slurm import SlurmSettings, nodes_for
-    from workload.options import UsageError
+    from workload.errors import UsageError
 
     assert nodes_for(4, SlurmSettings(nodes=2)) == 2
     assert nodes_for(1, SlurmSettings(nodes=2)) == 1  # never more nodes than ranks

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import random
 import signal
@@ -20,10 +19,11 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from workload import checkpoint, environment
+from workload import checkpoint, record_format
 from workload.backend import Backend
 from workload.checkpoint import Position
-from workload.options import Options, UsageError
+from workload.errors import UsageError
+from workload.options import Options
 from workload.record import RunRecorder
 from workload.workloads import load_workload, with_batch_norm
 
@@ -307,10 +307,10 @@ class Trainer:
             "effective_lr": self.lr,
             "threads": torch.get_num_threads(),
             "device": str(self.device),
-            "versions": {**environment.versions(), **backend.versions()},
-            "host": environment.host_info(),
+            "versions": {**record_format.versions(), **backend.versions()},
+            "host": record_format.host_info(),
             "hosts": all_hosts(backend),
-            "env": environment.tuning_env(),
+            "env": record_format.tuning_env(),
             "data": {"train_samples": len(self.data.train), "test_samples": len(self.data.test),
                      "fingerprint": self.data.fingerprint()},
             "samples_per_step": options.batch_size * options.accum_steps * self.data_world_size,
@@ -443,7 +443,8 @@ class Trainer:
         totals = self.backend.allreduce(totals, "sum")
         self.raw_model.train()
         entry = {"kind": "eval", "step": step, "epoch": epoch, "eval_loss": float(totals[0] / totals[2]),
-                 "eval_accuracy": float(totals[1] / totals[2]), "eval_samples": int(totals[2])}
+                 "eval_accuracy": float(totals[1] / totals[2]), "eval_samples": int(totals[2]),
+                 "wall_time": round(time.time(), 3)}  # when it was known: time to target counts to here
         self._write([entry])
         return entry
 
@@ -494,11 +495,7 @@ def _finished(options: Options, seed: int) -> bool:
     """A restarted job (--auto-resume) does not train again a seed whose record is complete."""
     if not options.auto_resume:
         return False
-    record = run_dir(options, seed) / "run.json"
-    try:
-        return json.loads(record.read_text()).get("status") == "ok" and record.with_name("metrics.jsonl").exists()
-    except (OSError, ValueError):
-        return False
+    return record_format.says_ok(run_dir(options, seed))
 
 
 def run_with_backend(options: Options, start_backend: Callable[[Options], Backend],

@@ -9,20 +9,28 @@ Horovod/DDP ratio of the two launches' median step times; the verdict takes the 
 with a t interval (a paired test over rounds). It names a winner only when the interval excludes 1, every
 round points the same way, at least MIN_ROUNDS rounds ran on a machine that was free, and no launch was
 oversubscribed; rounds during which other processes competed for the cores are left out and named.
+
+With `compare run --precision` or `--time-budget` the number of rounds depends on the data, so the interval
+is an anytime-valid confidence sequence instead (compare/analysis/sequential.py), and a winner is named when
+it excludes 1 (no every-round-agrees rule: over tens of rounds single rounds disagree even when the
+difference is real). The design is recorded beside the runs (runs/sequential.json) for `compare report`.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
 from compare.analysis.contention import describe, judge, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
+from compare.analysis.sequential import confidence_sequence
 from compare.analysis.timing import (
     breakdown,
     launch_median,
@@ -38,6 +46,7 @@ Group = dict[int, RunRecord]  # seed -> run
 MIN_ROUNDS = 3  # fewer rounds give a t interval too wide to say anything (t(0.975, 1 df) = 12.7)
 BACKEND_NAMES = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL", "none": "no communication"}
 YIELD_SETTING = "OMPI_MCA_mpi_yield_when_idle=1"
+SEQUENTIAL_RECORD = "sequential.json"  # OUT/runs/: the --precision / --time-budget design and why it stopped
 
 
 def timed(run: RunRecord) -> bool:
@@ -97,15 +106,32 @@ def speed_rounds(runs: Iterable[RunRecord], world_size: int, warmup: int) -> lis
     return [row for row in rows if row["ratio"] is not None]
 
 
+def sequential_design(runs: Iterable[RunRecord]) -> dict | None:
+    """The sequential design a comparison ran under (compare run --precision / --time-budget), read from
+    runs/sequential.json above a run's directory; None for a fixed number of rounds."""
+    for run in runs:
+        for directory in (Path(run.path).parent, Path(run.path).parent.parent):
+            try:
+                record = json.loads((directory / SEQUENTIAL_RECORD).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(record, dict) and record.get("sequential"):
+                return record
+        return None  # every run of one comparison sits under the same runs/
+    return None
+
+
 def _who(framework: str, number: int, n_rounds: int) -> str:
     return f"the {display(framework)} launch" + (f" of round {number}" if n_rounds > 1 else "")
 
 
-def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confidence: float = CONFIDENCE
-                  ) -> dict | None:
+def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confidence: float = CONFIDENCE,
+                  design: dict | None = None) -> dict | None:
     """The Horovod/DDP step-time ratio at one world size from the rounds, its interval and the verdict:
     status "faster" (winner named), "no clear difference", "withheld" (contention, oversubscription) or
-    "too few rounds"."""
+    "too few rounds". `design`: the sequential design (else read from beside the runs, if any)."""
+    runs = list(runs)
+    design = design or sequential_design(runs)
     rounds = speed_rounds(runs, world_size, warmup)
     if not rounds:
         return None
@@ -115,8 +141,9 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
     oversubscribed = [t for t in troubles if t[2]["oversubscribed"]]
     contended_rounds = {number for number, _, judged in troubles if judged["contended"]}
     clean = [row for row in rounds if row["round"] not in contended_rounds]
-    every = rounds_ratio([row["ratio"] for row in rounds], confidence)
-    kept = rounds_ratio([row["ratio"] for row in clean], confidence)
+    interval = confidence_sequence if design else rounds_ratio
+    every = interval([row["ratio"] for row in rounds], confidence)
+    kept = interval([row["ratio"] for row in clean], confidence)
     result = {
         "a": "horovod", "b": "ddp", "world_size": world_size, "confidence": confidence,
         "rounds": rounds, "n_rounds": n, "rounds_used": [row["round"] for row in clean],
@@ -125,8 +152,13 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
         "consistent": kept["consistent"], "method": kept["method"], "all_rounds": every,
         "left_out": [{"round": number, "framework": f, "why": describe(j, _who(f, number, n))}
                      for number, f, j in troubles if j["contended"]],
-        "status": None, "winner": None,
+        "status": None, "winner": None, "sequential": None,
     }
+    if design:
+        target = design.get("precision")
+        half = kept["half_width"] if clean else None
+        result["sequential"] = {**design, "half_width": half,
+                                "reached": bool(target and half is not None and half <= target)}
     ratio = result["step_time_ratio"]
     if oversubscribed:
         number, framework, judged = oversubscribed[0]
@@ -147,10 +179,15 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
                               f"of launches, a verdict needs {MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); "
                               f"Horovod/DDP step-time ratio {ratio:.2f}")
         return result
-    conf = f"{confidence:.0%} CI"
+    conf = f"anytime-valid {confidence:.0%} interval" if design else f"{confidence:.0%} CI"
     low, high = kept["ci_low"], kept["ci_high"]
     over = f"{len(clean)} rounds"
-    if low <= 1 <= high or not kept["consistent"]:
+    if low is None:  # a confidence sequence is the whole line until enough rounds have run
+        result["status"] = "no clear difference"
+        result["sentence"] = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
+                              f"({over}: too few for an anytime-valid {confidence:.0%} interval)")
+        return result
+    if low <= 1 <= high or (not kept["consistent"] and not design):
         result["status"] = "no clear difference"
         why = "" if low <= 1 <= high else ", rounds disagree in direction"
         sentence = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "

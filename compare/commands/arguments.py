@@ -7,7 +7,7 @@ import argparse
 
 from compare.loss_lines import STEP_FROM
 from compare.names import FRAMEWORKS
-from workload.options import UsageError
+from workload.errors import UsageError
 
 DEFAULTS = argparse.ArgumentDefaultsHelpFormatter
 
@@ -99,3 +99,58 @@ def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> 
     group.add_argument("--step-from", choices=STEP_FROM, default="log",
                        help="log: the step (and epoch) the line prints; order: the rank's matching lines "
                             "numbered 1, 2, 3...")
+
+
+DEFAULT_TARGET = "default"  # `--target` without a value: the workload's own (compare/analysis/time_to_target.py)
+
+
+def target(text: str) -> object:
+    """--target NAME=VALUE: eval_accuracy=0.9 (or 90%), eval_loss=0.3, final_loss=0.2."""
+    from compare.analysis.time_to_target import METRICS, Target
+
+    if text == DEFAULT_TARGET:  # argparse passes a bare --target's const through here too
+        return DEFAULT_TARGET
+    name, _, value = text.partition("=")
+    if name.strip() not in METRICS or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {', '.join(METRICS)} "
+                                         f"(e.g. eval_accuracy=0.9), got {text!r}")
+    name, value = name.strip(), value.strip()
+    try:
+        number = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: {value!r} is not a number") from None
+    if name == "eval_accuracy" and not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: an accuracy target lies above 0 and at most 1 (or 100%)")
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a loss target must be positive and finite")
+    return Target(name, number)
+
+
+def target_argument(group: argparse._ArgumentGroup) -> None:
+    from compare.analysis.time_to_target import DEFAULT_TARGETS
+
+    defaults = ", ".join(f"{w} {t.metric}={t.value:g}" for w, t in DEFAULT_TARGETS.items())
+    group.add_argument("--target", type=target, nargs="?", const=DEFAULT_TARGET, action="append", default=[],
+                       metavar="NAME=VALUE",
+                       help="time to target: per framework and world size, steps and seconds from the launch to "
+                            "the first evaluation at eval_accuracy, eval_loss or final_loss VALUE, over seeds, "
+                            f"and which side reaches it sooner (repeatable; alone: the workload's, {defaults})"
+                            "%(default).0s")
+
+
+def resolve_targets(given: list, workload: str | None) -> tuple:
+    """--target values with a bare `--target` replaced by the workload's default; duplicates dropped."""
+    from compare.analysis.time_to_target import DEFAULT_TARGETS
+
+    found: list = []
+    for value in given:
+        if value == DEFAULT_TARGET:
+            value = DEFAULT_TARGETS.get(str(workload))
+            if value is None:
+                known = ", ".join(f"{w}: {t.metric}={t.value:g}" for w, t in DEFAULT_TARGETS.items())
+                which = f"workload {workload!r} has" if workload else "the records name no workload, so they have"
+                raise UsageError(f"--target without a value: {which} no default target ({known}); name one, e.g. "
+                                 "--target eval_accuracy=0.9")
+        if value not in found:
+            found.append(value)
+    return tuple(found)

@@ -9,14 +9,16 @@ from pathlib import Path
 
 from compare.analysis.records import RecordError, RunRecord, find_runs
 from compare.analysis.summary import analyse
-from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis
+from compare.analysis.time_to_target import Target, evaluated_metrics
+from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, resolve_targets, target_argument
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, tuning_from_record
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
 from compare.render.report import environment_from_runs, summary_table, write_report
+from compare.render.time_to_target import time_to_target_line
 from compare.render.verdicts import parity_line
-from workload import environment
+from workload import record_format
 from workload.files import write_json_atomic
 
 COMPARISON_RECORD = "comparison.json"
@@ -37,6 +39,8 @@ def _comparison(ns: argparse.Namespace, outcomes: list[Outcome], wall_s: float |
                              else "the host's network (launchers' servers bind every interface)")
     if getattr(ns, "reference_skipped", None):
         record["reference"] = f"skipped: {ns.reference_skipped}"
+    if getattr(ns, "targets", None):  # `compare report` judges them again
+        record["targets"] = [vars(t) for t in ns.targets]
     aborted = [f"{o.launch.label} (exit {o.returncode})" for o in outcomes if o.teardown_abort]
     if aborted:
         record["teardown"] = f"{', '.join(aborted)}: {TEARDOWN_NOTE}"
@@ -52,11 +56,21 @@ def _read_comparison(out: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def stored_targets(comparison: dict) -> tuple[Target, ...]:
+    """The --target values `compare run` was given, as comparison.json keeps them."""
+    try:
+        return tuple(Target(str(t["metric"]), float(t["value"])) for t in comparison.get("targets") or [])
+    except (TypeError, KeyError, ValueError):
+        return ()
+
+
 def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcomes: list[Outcome] | None = None,
             wall_s: float | None = None) -> int:
     if not runs:
         raise RecordError(f"{out}: no run records found")
-    analysis = analyse(runs, warmup=ns.warmup, k=ns.k, rtol=ns.rtol, margins=ns.margins, allow=ns.allowed)
+    targets = tuple(getattr(ns, "targets", ())) or (() if outcomes else stored_targets(_read_comparison(out)))
+    analysis = analyse(runs, warmup=ns.warmup, k=ns.k, rtol=ns.rtol, margins=ns.margins, allow=ns.allowed,
+                       targets=targets)
     launch_failures = _launch_failures(outcomes or [])
     analysis["failures"] = launch_failures + analysis["failures"]
     # What only `compare run` knows (its commands, network, wall time, a skipped reference) is kept in
@@ -65,7 +79,7 @@ def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcome
     if outcomes:
         write_json_atomic(out / COMPARISON_RECORD, comparison)
     env = environment_from_runs(runs)
-    env["host"] = env.get("host") or (environment.host_info() if outcomes else {})
+    env["host"] = env.get("host") or (record_format.host_info() if outcomes else {})
     env.update({key: comparison[key] for key in ("network", "comparison_wall_s", "reference", "teardown")
                 if comparison.get(key)})
     tuning = getattr(ns, "tuning", None)
@@ -77,6 +91,8 @@ def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcome
     verdict = analysis["verdict"]
     print(f"\n{parity_line(analysis)}")
     print(f"speed: {verdict['speed']}")
+    if (reached := time_to_target_line(analysis)) is not None:
+        print(f"time to target: {reached}")
     if tuning is not None:
         print(f"compared: {tuning.describe()}")
     if comparison.get("reference"):
@@ -95,6 +111,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=DEFAULTS)
     report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
     analysis_arguments(report)
+    target_argument(report.add_argument_group("time to target (docs/benchmarks.md)"))
     report.set_defaults(func=main)
 
 
@@ -104,4 +121,12 @@ def main(ns: argparse.Namespace) -> int:
     if not root.is_dir():
         raise RecordError(f"{ns.dir}: no such directory")
     ns.tuning = tuning_from_record(ns.dir / TUNING_RECORD)
-    return publish(ns.dir, find_runs(root), ns)
+    runs = find_runs(root)
+    workloads = [(r.meta.get("options") or {}).get("workload") for r in runs]
+    ns.targets = resolve_targets(ns.target, next((w for w in workloads if w), None))
+    evaluated = evaluated_metrics(runs)
+    for target in ns.targets if runs else ():
+        if target.metric not in evaluated:
+            raise RecordError(f"--target {target.metric}: no Horovod or DDP record under {root} holds "
+                              f"{target.metric} (it has: {', '.join(sorted(evaluated)) or 'none'})")
+    return publish(ns.dir, runs, ns)

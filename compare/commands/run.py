@@ -11,9 +11,20 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from compare.analysis.parity import MIN_OVERLAP
+from compare.analysis.parity import CONFIDENCE, MIN_OVERLAP
 from compare.analysis.records import find_runs
-from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, frameworks, int_list
+from compare.analysis.sequential import METHOD, MIXTURE_C
+from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
+from compare.commands import scheduler
+from compare.commands.arguments import (
+    DEFAULTS,
+    analysis_arguments,
+    check_analysis,
+    frameworks,
+    int_list,
+    resolve_targets,
+    target_argument,
+)
 from compare.commands.report import publish
 from compare.commands.sweep import SWEEP_WIDTHS, run_sweep
 from compare.launch import slurm
@@ -23,23 +34,27 @@ from compare.launch.process import Outcome, run_launch
 from compare.launch.tuning import TUNING_RECORD, load_tuning, mismatch
 from compare.names import EXIT_RUN_FAILED, FRAMEWORKS, display
 from compare.render.progress import ProgressReporter
+from compare.render.speed import stop_line
+from workload.errors import UsageError
 from workload.files import write_json_atomic
-from workload.options import Options, UsageError, check_writable, options_from_namespace, validate
+from workload.options import ONE_SIDED, Options, check_writable, options_from_namespace, validate
 from workload.trainer import planned_steps
 from workload.workloads import WORKLOADS
 
 DEFAULT_SEEDS = (0, 1, 2)
 DEFAULT_ROUNDS = 4  # rounds of launches for the speed verdict (docs/benchmarks.md: what they resolve)
+DEFAULT_BUDGET_S = 3600.0  # --precision without --time-budget: +-5% takes about an hour here (docs/benchmarks.md)
+STARTUP_GUESS_S = 4.0  # the least a launch takes before its first step (docs/benchmarks.md: 4.2-6.9 s)
+STEP_GUESS_S = 0.002  # a fast step of the default job
 REFERENCE_AUTO = ("mlp", "digits")  # small enough that one process on the global batch is cheap
-# Features one framework has and the other has not: `compare run` passes the same options to both sides.
-ONE_SIDED = {"zero": ("--zero", "ddp"), "powersgd_rank": ("--powersgd-rank", "ddp"),
-             "adasum": ("--adasum", "horovod"), "elastic": ("--elastic", "horovod")}
 # Options the single-process reference cannot emulate: the reference is skipped, and the report says why.
 REFERENCE_CANNOT = {"uneven_inputs": "--uneven-inputs needs real ranks (one process cannot run out of batches "
                                      "before another)"}
 
 
 def reject_one_sided(options: Options, frameworks: tuple[str, ...]) -> None:
+    """Features one framework has and the other has not (workload/options.py): `compare run` passes the same
+    options to both sides, so it refuses one unless the comparison runs the owner's side alone."""
     for field_name, (flag, owner) in ONE_SIDED.items():
         other = next((f for f in frameworks if f != owner), None)
         if getattr(options, field_name) not in (None, False) and other is not None:
@@ -62,9 +77,11 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     if network == "private" and not private_network_available():
         raise UsageError("--network private needs root, unshare and ip (iproute2): use --network host")
     private = ns.private_network = network == "private" or (network == "auto" and private_network_available())
-    if (misuse := slurm.local_misuse(ns)) is not None:
+    if (misuse := scheduler.local_misuse(ns)) is not None:
         raise UsageError(misuse)
-    make = slurm.launch_maker(ns) if ns.scheduler == "slurm" else build_launch  # a Slurm job per launch
+    make = launch_maker(ns)
+    if ns.scheduler == "slurm":
+        private = ns.private_network = False  # Slurm places the ranks: no network namespace of our own
     framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
     framework_options = delayed_side(ns, framework_options)
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
@@ -103,6 +120,13 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     return launches, options, len(data.train)
 
 
+def launch_maker(ns: argparse.Namespace):
+    """build_launch, or its Slurm form: a Slurm job per launch."""
+    if ns.scheduler == "slurm":
+        return slurm.launch_maker(scheduler.slurm_settings(ns), ns.timeout)
+    return build_launch
+
+
 def delayed_side(ns: argparse.Namespace, framework_options: dict[str, Options]) -> dict[str, Options]:
     """--step-delay-for FRAMEWORK: --step-delay-ms slows that side only (a known difference, for tests)."""
     side = getattr(ns, "step_delay_for", None)
@@ -111,13 +135,13 @@ def delayed_side(ns: argparse.Namespace, framework_options: dict[str, Options]) 
     return {name: o if name == side else replace(o, step_delay_ms=None) for name, o in framework_options.items()}
 
 
-def later_rounds(ns: argparse.Namespace, options: Options) -> list[Launch]:
-    """Rounds 2..--repeats: each framework launched again at each world size, first seed only, the order
+def later_rounds(ns: argparse.Namespace, options: Options, numbers: range | None = None) -> list[Launch]:
+    """Rounds 2..--repeats (or `numbers`): each framework launched again at each world size, first seed only, the order
     reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side; each
     in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only)."""
-    make = slurm.launch_maker(ns) if ns.scheduler == "slurm" else build_launch
+    make = launch_maker(ns)
     launches = []
-    for number in range(2, ns.repeats + 1):
+    for number in numbers or range(2, ns.repeats + 1):
         again = replace(options, seeds=options.seeds[:1], round=number)
         framework_options = delayed_side(ns, {name: ns.tuning.options_for(name, again) for name in ns.frameworks})
         order = ns.frameworks if number % 2 else tuple(reversed(ns.frameworks))
@@ -130,40 +154,137 @@ def later_rounds(ns: argparse.Namespace, options: Options) -> list[Launch]:
     return launches
 
 
+class Runner:
+    """Runs launches one after the other with progress shown; more can be added as rounds go on."""
+
+    def __init__(self, ns: argparse.Namespace, planned_total: int):
+        self.ns = ns
+        self.reporter = ProgressReporter(planned_total)
+        self.outcomes: list[Outcome] = []
+        self.count = 0  # launches known so far, for "[index/count]"
+
+    def run(self, launches: list[Launch], planned: list[int]) -> bool:
+        """Run these launches; True when every one ended well."""
+        ok = True
+        first = len(self.outcomes)
+        for index, (launch, steps) in enumerate(zip(launches, planned, strict=True), first + 1):
+            shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
+            self.reporter.begin(launch.label, index, self.count, planned_steps=steps)
+            runner = slurm.run_launch if slurm.is_slurm(launch) else run_launch
+            outcome = runner(launch, self.ns.timeout,
+                             on_poll=lambda launch=launch: self.reporter.update(steps_done(launch.run_root,
+                                                                                           launch.seeds)))
+            self.outcomes.append(outcome)
+            self.reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
+            if not outcome.ok:
+                ok = False
+                print(f"--- last lines of {outcome.launch.log_path} ---\n{outcome.log_tail}\n---",
+                      file=sys.stderr, flush=True)
+        return ok
+
+
+def round_estimate_s(launches: list[Launch], planned: list[int]) -> float:
+    """What these launches will take at the least: start-up each, and their steps at a fast step's time."""
+    return len(launches) * STARTUP_GUESS_S + sum(planned) * STEP_GUESS_S
+
+
 def run_suite(ns: argparse.Namespace) -> int:
-    launches, options, train_samples = plan(ns)
-    launches += later_rounds(ns, options)
+    first_round, options, train_samples = plan(ns)
+    sequential = ns.precision is not None or ns.time_budget is not None
+    later = [] if sequential else later_rounds(ns, options)  # sequential: round by round, within the budget
+
+    def steps_of(launches: list[Launch]) -> list[int]:
+        return [planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches]
+
+    if sequential:
+        ns.time_budget = DEFAULT_BUDGET_S if ns.time_budget is None else ns.time_budget
+        needed = round_estimate_s(first_round, steps_of(first_round))
+        if ns.time_budget < needed:
+            raise UsageError(f"--time-budget {ns.time_budget:g} s is below one round's expected time (about "
+                             f"{needed:.0f} s: {len(first_round)} launches of at least {STARTUP_GUESS_S:g} s of "
+                             "start-up each, and their steps)")
     check_writable(ns.out)
     print(f"comparing {ns.tuning.describe()}", flush=True)
     ns.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(ns.out / TUNING_RECORD, ns.tuning.record())  # for `compare report` to say it again
     if (warning := mismatch(ns.tuning, options, ns.horovod_controller)) is not None:
         print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
-    planned = [planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches]
-    reporter = ProgressReporter(sum(planned))
-    outcomes: list[Outcome] = []
+    design = start_design(ns) if sequential else clear_design(ns)
+    planned = steps_of(first_round + later)
+    runner = Runner(ns, sum(planned))
+    runner.count = len(first_round) + len(later)
     started = time.monotonic()
     try:
-        for index, launch in enumerate(launches, 1):
-            shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
-            reporter.begin(launch.label, index, len(launches), planned_steps=planned[index - 1])
-            runner = slurm.run_launch if slurm.is_slurm(launch) else run_launch
-            outcome = runner(launch, ns.timeout,
-                             on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
-                                                                                      launch.seeds)))
-            outcomes.append(outcome)
-            reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
-            if not outcome.ok:
-                print(f"--- last lines of {outcome.launch.log_path} ---\n{outcome.log_tail}\n---",
-                      file=sys.stderr, flush=True)
+        ok = runner.run(first_round, planned[:len(first_round)])
+        ok = runner.run(later, planned[len(first_round):]) and ok
+        if design is not None:
+            # Until a later round has run, its time is guessed from round 1's, by the launches in each.
+            per_launch = (time.monotonic() - started) / len(first_round)
+            per_round = per_launch * len(later_rounds(ns, options, range(2, 3)))
+            more_rounds(ns, options, design, runner, steps_of, started, per_round, ok)
     finally:
-        reporter.close()
+        runner.reporter.close()
     wall = time.monotonic() - started
     runs = find_runs(ns.out / "runs") if (ns.out / "runs").is_dir() else []
     if not runs:
         print("python -m compare: no run finished a single seed: nothing to analyse", file=sys.stderr)
         return EXIT_RUN_FAILED
-    return publish(ns.out, runs, ns, outcomes=outcomes, wall_s=wall)
+    if design is not None:
+        print(stop_line(design, [compare_speed(ws, runs, ns.warmup, design=design) for ws in sorted(set(ns.np))]),
+              flush=True)
+    return publish(ns.out, runs, ns, outcomes=runner.outcomes, wall_s=wall)
+
+
+def start_design(ns: argparse.Namespace) -> dict:
+    """The sequential design, written beside the runs before the first launch (stale rounds removed: a
+    longer earlier run's rounds would otherwise be counted)."""
+    runs = ns.out / "runs"
+    for stale in runs.glob("*-round*") if runs.is_dir() else ():
+        shutil.rmtree(stale, ignore_errors=True)
+    design = {"sequential": True, "precision": ns.precision, "time_budget_s": ns.time_budget,
+              "first_look": ns.repeats, "looks": "after --repeats rounds, then after every second round",
+              "confidence": CONFIDENCE, "method": METHOD, "mixture_c": MIXTURE_C, "stopped": None, "rounds": None}
+    runs.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(runs / SEQUENTIAL_RECORD, design)
+    return design
+
+
+def clear_design(ns: argparse.Namespace) -> None:
+    """A fixed number of rounds: an earlier sequential run's design must not apply to these runs."""
+    (ns.out / "runs" / SEQUENTIAL_RECORD).unlink(missing_ok=True)
+
+
+def more_rounds(ns: argparse.Namespace, options: Options, design: dict, runner: Runner, steps_of,
+                started: float, per_round: float, ok: bool) -> None:
+    """Rounds 2..--repeats one by one, then in whole pairs (A B, B A), until the anytime-valid interval is
+    within --precision at every world size, the next round(s) would overrun --time-budget, or a launch
+    failed; record which. The interval is looked at from round --repeats on, after every pair."""
+    number = 1
+    while True:
+        look = number >= ns.repeats and design["precision"] is not None
+        speeds = ([compare_speed(ws, find_runs(ns.out / "runs"), ns.warmup, design=design)
+                   for ws in sorted(set(ns.np))] if look else [])
+        # looks after whole pairs, so that drift and order effects cancel
+        size = 1 if number < ns.repeats or number % 2 else 2
+        if look and all(s and s["sequential"]["reached"] for s in speeds):
+            stopped = "precision"
+        elif not ok:
+            stopped = "failed"
+        elif time.monotonic() - started + size * per_round > ns.time_budget:
+            stopped = "budget"
+        else:
+            batch = later_rounds(ns, options, range(number + 1, number + size + 1))
+            planned = steps_of(batch)
+            runner.count += len(batch)
+            runner.reporter.total += sum(planned)
+            before = time.monotonic()
+            ok = runner.run(batch, planned)
+            per_round = (time.monotonic() - before) / size
+            number += size
+            continue
+        design.update(stopped=stopped, rounds=number, elapsed_s=round(time.monotonic() - started, 1))
+        write_json_atomic(ns.out / "runs" / SEQUENTIAL_RECORD, design)
+        return
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -191,11 +312,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             "that `compare bench` writes); without it, defaults against defaults")
     suite.add_argument("--out", type=Path, default=Path("results/latest"),
                        help="where the run records (OUT/runs/) and the report go")
+    target_argument(suite)
     speed = run.add_argument_group("speed")
     speed.add_argument("--repeats", type=int, default=None, metavar="N",
                        help=f"rounds of launches for the speed verdict (default {DEFAULT_ROUNDS}; 2 for a sweep): "
                             "round 1 trains every seed, later rounds the first seed only, in alternating order "
                             "(A B, B A ...)%(default).0s")
+    speed.add_argument("--precision", type=precision, default=None, metavar="P%",
+                       help="keep launching rounds (in pairs, A B then B A) until the anytime-valid 95%% interval of "
+                            "the Horovod/DDP ratio is within +-P%% at every world size, or --time-budget is spent "
+                            "(docs/benchmarks.md: a confidence sequence, valid however the rounds stop)%(default).0s")
+    speed.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                       help=f"the most seconds of launches for --precision (default {DEFAULT_BUDGET_S:g}); alone: "
+                            "rounds until it is spent, with the precision that buys%(default).0s")
     speed.add_argument("--step-delay-for", choices=FRAMEWORKS, default=None,
                        help="apply --step-delay-ms to this framework only (a known speed difference, for tests)")
     speed.add_argument("--sweep-model-size", action="store_true",
@@ -203,16 +332,37 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             "(--sweep-widths), at the largest --np, with a plot of the crossover")
     speed.add_argument("--sweep-widths", type=int_list, default=SWEEP_WIDTHS,
                        help="mlp hidden widths for --sweep-model-size (256 is the default mlp)")
-    slurm.add_arguments(run)
+    scheduler.add_arguments(run)
     analysis_arguments(run)
     add_arguments(run, run_directory=False, launch=False)  # the workload options, passed on to every launch
     run.set_defaults(func=main)
 
 
+def precision(text: str) -> float:
+    """--precision: a percentage (5%) or a fraction (0.05), above 0 and below 100%."""
+    value = text.strip()
+    try:
+        number = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 5%, got {text!r}") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the precision must be above 0 and below 100% (e.g. 5%)")
+    return number
+
+
 def main(ns: argparse.Namespace) -> int:
     check_analysis(ns)
+    ns.targets = resolve_targets(ns.target, ns.workload)  # before anything launches: a bad one is exit 2
+    if ns.targets and ns.sweep_model_size:
+        raise UsageError("--target applies to a comparison, not to --sweep-model-size")
     if ns.repeats is not None and ns.repeats < 1:
         raise UsageError(f"--repeats must be a positive integer, got {ns.repeats}")
+    if ns.time_budget is not None and not 0 < ns.time_budget < float("inf"):
+        raise UsageError(f"--time-budget must be a positive number of seconds, got {ns.time_budget:g}")
+    if ns.sweep_model_size and (ns.precision is not None or ns.time_budget is not None):
+        raise UsageError("--precision and --time-budget apply to a comparison, not to --sweep-model-size")
+    if (ns.precision is not None or ns.time_budget is not None) and set(ns.frameworks) != set(FRAMEWORKS):
+        raise UsageError("--precision and --time-budget need both frameworks: they narrow the Horovod/DDP ratio")
     if ns.sweep_model_size:
         return run_sweep(ns)
     ns.repeats = ns.repeats or DEFAULT_ROUNDS

@@ -25,14 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compare.launch.commands import thread_env
 from compare.launch.logs import failing_rank as launcher_failing_rank
 from compare.launch.logs import log_excerpt
 from compare.launch.process import Outcome, only_teardown_failed
+from workload.errors import UsageError
 from workload.files import write_json_atomic
-from workload.options import Options, UsageError, to_argv
+from workload.options import Options, to_argv
+from workload.record_format import LAUNCH_LOG, SLURM_JOB_RECORD
 
 SCRIPT_NAME = "job.sbatch"
-JOB_RECORD = "slurm-job.json"
 HOROVOD_FORMS = ("srun", "mpirun")
 DDP_FORMS = ("torchrun", "srun")
 
@@ -49,33 +51,11 @@ class SlurmSettings:
     ddp_form: str = "torchrun"  # "torchrun": srun torchrun, one per node; "srun": one task per rank
 
 
-def add_arguments(parser) -> None:
-    """compare run's scheduler options."""
-    group = parser.add_argument_group("scheduler")
-    group.add_argument("--scheduler", choices=["local", "slurm"], default="local",
-                       help="local: start the launchers here; slurm: every launch a Slurm job (sbatch), its batch "
-                            "script kept in the run directory (docs/slurm.md)")
-    group.add_argument("--partition", default=None, help="slurm: the partition (default: the cluster's)")
-    group.add_argument("--nodes", type=int, default=1,
-                       help="slurm: nodes per job (at most one per rank; the ranks spread evenly)")
-    group.add_argument("--time", type=int, default=None, metavar="MINUTES",
-                       help="slurm: each job's time limit (default: --timeout, rounded up to minutes)")
-    group.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
-                       help="slurm: passed to sbatch as it is (repeat it: --sbatch-arg=--account=ml)")
-    group.add_argument("--slurm-horovod", choices=HOROVOD_FORMS, default="srun",
-                       help="slurm: Horovod's ranks started by srun --mpi=pmix, or by mpirun inside the allocation")
-    group.add_argument("--slurm-ddp", choices=DDP_FORMS, default="torchrun",
-                       help="slurm: DDP through srun torchrun (one per node), or one srun task per rank")
-
-
-def launch_maker(ns):
-    """A function with compare.launch's build_launch signature that makes Slurm jobs instead. Checks the
-    options first; a Slurm job needs no network namespace (Slurm places the ranks), so none is used."""
+def launch_maker(settings: SlurmSettings, timeout_s: float):
+    """A function with compare.launch's build_launch signature that makes Slurm jobs instead. A Slurm job
+    needs no network namespace (Slurm places the ranks): the local-only arguments are ignored."""
     if unavailable():
         raise UsageError(f"--scheduler slurm: {unavailable()}")
-    settings = settings_from_namespace(ns)
-    ns.private_network = False
-    timeout_s = getattr(ns, "timeout", 600)
 
     def make(framework: str, world_size: int, options: Options, run_root: Path, *,
              extra_env: dict[str, str] | None = None, **_local_only) -> SlurmLaunch:
@@ -87,33 +67,6 @@ def launch_maker(ns):
 
 def is_slurm(launch) -> bool:
     return isinstance(launch, SlurmLaunch)
-
-
-def local_misuse(ns) -> str | None:
-    """A Slurm-only option given without --scheduler slurm (it would be ignored), or None."""
-    if getattr(ns, "scheduler", "local") == "slurm":
-        return None
-    given = [flag for flag, value, default in (("--nodes", getattr(ns, "nodes", 1), 1),
-                                               ("--partition", getattr(ns, "partition", None), None),
-                                               ("--time", getattr(ns, "time", None), None),
-                                               ("--sbatch-arg", getattr(ns, "sbatch_arg", []), []),
-                                               ("--slurm-horovod", getattr(ns, "slurm_horovod", "srun"), "srun"),
-                                               ("--slurm-ddp", getattr(ns, "slurm_ddp", "torchrun"), "torchrun"))
-             if value != default]
-    return f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --scheduler slurm" if given else None
-
-
-def settings_from_namespace(ns) -> SlurmSettings:
-    nodes = getattr(ns, "nodes", 1)
-    if nodes < 1:
-        raise UsageError(f"--nodes must be positive, got {nodes}")
-    time_min = getattr(ns, "time", None)
-    if time_min is not None and time_min < 1:
-        raise UsageError(f"--time is in minutes and must be at least 1, got {time_min}")
-    return SlurmSettings(nodes=nodes, partition=getattr(ns, "partition", None), time_min=time_min,
-                         sbatch_args=tuple(getattr(ns, "sbatch_arg", None) or ()),
-                         horovod_form=getattr(ns, "slurm_horovod", "srun"),
-                         ddp_form=getattr(ns, "slurm_ddp", "torchrun"))
 
 
 def unavailable() -> str | None:
@@ -162,14 +115,12 @@ def build_launch(framework: str, world_size: int, options: Options, run_root: Pa
                  root: Path | None = None) -> SlurmLaunch:
     run_root = run_root.resolve()
     nodes = nodes_for(world_size, settings)
-    threads = str(options.threads)
-    # srun sets no OMP_NUM_THREADS, torchrun sets 1, mpirun nothing: give every side the same count.
-    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    env = {**thread_env(options.threads), **(extra_env or {})}  # srun sets no thread count, torchrun 1
     time_min = settings.time_min or max(1, math.ceil(timeout_s / 60))
     script = batch_script(framework, world_size, nodes, options, run_root, settings, env, time_min,
                           root=root or Path.cwd())
     command = ["sbatch", "--parsable", *settings.sbatch_args, str(run_root / SCRIPT_NAME)]
-    return SlurmLaunch(framework, world_size, options.seeds, script, env, run_root, run_root / "launch.log",
+    return SlurmLaunch(framework, world_size, options.seeds, script, env, run_root, run_root / LAUNCH_LOG,
                        settings, nodes, command)
 
 
@@ -259,7 +210,7 @@ def batch_script(framework: str, world_size: int, nodes: int, options: Options, 
         f"#SBATCH --ntasks-per-node={tasks_per_node}",
         f"#SBATCH --cpus-per-task={cpus_per_task}",
         f"#SBATCH --time={time_min}",
-        f"#SBATCH --output={run_root / 'launch.log'}",
+        f"#SBATCH --output={run_root / LAUNCH_LOG}",
         f"#SBATCH --chdir={root}",
     ]
     if settings.partition:
@@ -400,7 +351,7 @@ def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None
               f"cancelled after the {timeout_s:.0f} s timeout" if timed_out else state.lower())
     outcome.notes.append(f"slurm job {job_id} on {nodes}: {state} ({reason}), exit code {info.get('ExitCode', '?')}")
     outcome.job = f"slurm job {job_id} on {nodes}" + ("" if state == "COMPLETED" else f": {state}, {reason}")
-    write_json_atomic(launch.run_root / JOB_RECORD, {
+    write_json_atomic(launch.run_root / SLURM_JOB_RECORD, {
         "scheduler": "slurm", "job_id": job_id, "state": state, "exit_code": info.get("ExitCode"),
         "nodes": nodes, "num_nodes": launch.nodes, "partition": info.get("Partition"),
         "time_limit": info.get("TimeLimit"), "script": str(launch.script_path), "submit": launch.shell_line(),

@@ -28,6 +28,7 @@ from compare.render.blocks import (
 )
 from compare.render.plots import write_plots
 from compare.render.speed import add_tradeoffs, speed_summary_blocks, timing_blocks, tradeoff_blocks
+from compare.render.time_to_target import time_to_target_blocks, time_to_target_line
 from compare.render.verdicts import OUTCOME_WORDS, parity_blocks, parity_line
 from workload.files import write_atomic
 
@@ -75,6 +76,7 @@ def verdict_blocks(analysis: dict) -> list[Block]:
         *([Para(f"**Warning: versions differ between the sides:** {'; '.join(warnings)}.")] if warnings else []),
         Para(f"**Speed:** {verdict['speed']}."),
         *speed_summary_blocks(analysis),
+        *([Para(f"**Time to target:** {line}.")] if (line := time_to_target_line(analysis)) else []),
         *([Para(f"**Compared:** {compared(analysis['tuning'])}.")] if analysis.get("tuning") else []),
         *([Para(f"**Imported:** {imported(analysis['imported'])}.")] if analysis.get("imported") else []),
     ]
@@ -182,7 +184,7 @@ def report_blocks(analysis: dict, plots: list[Path], environment: dict, commands
     if analysis["notes"]:
         blocks += [Para("Notes:"), Bullets(analysis["notes"])]
     blocks += parity_blocks(analysis)
-    blocks += timing_blocks(analysis) + tradeoff_blocks(analysis)
+    blocks += timing_blocks(analysis) + time_to_target_blocks(analysis) + tradeoff_blocks(analysis)
     blocks += plot_blocks(plots)
     blocks += failure_blocks(analysis)
     blocks += environment_blocks(environment, commands)

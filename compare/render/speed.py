@@ -10,6 +10,7 @@ from compare.analysis.records import RunRecord
 from compare.analysis.speed import MIN_ROUNDS, code_lines, tradeoffs
 from compare.names import display
 from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
+from compare.render.time_to_target import tradeoff_cells, tradeoff_headers
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKEND_FILES = {"horovod": ROOT / "hvd_impl" / "backend.py", "ddp": ROOT / "native_impl" / "backend.py"}
@@ -56,7 +57,34 @@ def rounds_table(speed: dict) -> Table:
                   "contention, Horovod launch", "contention, DDP launch"], rows)
 
 
+def _widths(speeds: list[dict | None]) -> str:
+    parts = [f"np {s['world_size']} " + (f"±{s['half_width']:.1%}" if s.get("half_width") is not None
+                                         else "no interval yet")
+             for s in speeds if s]
+    return ", ".join(parts)
+
+
+def stop_line(design: dict, speeds: list[dict | None]) -> str:
+    """Why `compare run --precision/--time-budget` stopped launching rounds, in one line."""
+    rounds = f"after {design['rounds']} rounds" if design.get("rounds") else ""
+    target = f"±{design['precision']:.0%}" if design.get("precision") else None
+    widths = _widths(speeds)
+    if design.get("stopped") == "precision":
+        return f"rounds: {target} reached at every world size {rounds} ({widths})"
+    if design.get("stopped") == "failed":
+        return f"rounds: stopped {rounds}: a launch failed ({widths})"
+    spent = f"time budget of {design['time_budget_s']:g} s spent {rounds}"
+    if target:
+        return f"rounds: {spent} before {target} was reached ({widths})"
+    return f"rounds: {spent} ({widths})"
+
+
 def precision_text(speed: dict) -> str:
+    design = speed.get("sequential")
+    if design:
+        return (f" Rounds were launched until the interval was precise enough (`--precision`, `--time-budget`), "
+                f"so the interval is an {design['method']} (docs/benchmarks.md), which holds however the rounds "
+                f"stopped; {stop_line(design, [speed])}.")
     if speed.get("half_width") is None:
         return ""
     n = len(speed["rounds_used"])
@@ -168,7 +196,8 @@ def tradeoff_blocks(analysis: dict) -> list[Block]:
     rows = [[display(r["framework"]), str(r["world_size"]), num(r["speedup"], ".2f"),
              num(r["scaling_efficiency"], ".2f"), num(r["startup_s"], ".1f"),
              _exposed_cell(r["exposed_comm_s"]),
-             _recovery_cell(r["recovery"]) if r["world_size"] > 1 else DASH, num(r["code_lines"], "d")]
+             _recovery_cell(r["recovery"]) if r["world_size"] > 1 else DASH, num(r["code_lines"], "d"),
+             *tradeoff_cells(analysis, r["framework"], r["world_size"])]  # with --target: seconds to each
             for r in found["rows"]]
     faults = (f"recovery from `{found['faults_source']}` (`compare faults`, np 2; Horovod elastic, DDP torchrun "
               "restarts)" if found["faults_source"] else
@@ -183,6 +212,23 @@ def tradeoff_blocks(analysis: dict) -> list[Block]:
              "allreduces and Horovod's wait for its allreduces, slowest rank) less the same at np 1; "
              f"{faults}; code: lines of the framework's `backend.py`{shared}."),
         Table(["framework", "np", "speed-up vs 1 worker", "scaling eff.", "start-up s", "exposed comm ms/step",
-               "recovery", "framework code lines"], rows),
+               "recovery", "framework code lines", *tradeoff_headers(analysis)], rows),
     ]
 
+
+
+# ---- simulated error rates (docs/benchmarks.md) -----------------------------------------------------------
+
+def error_rate_markdown(judged: list[dict]) -> str:
+    """The simulated rates with their exact 95% intervals, each against the bound docs/benchmarks.md states."""
+    lines = ["| design | true Horovod/DDP | outcome | simulated rate (95% interval) | stated | rounds: median, p90 |",
+             "|---|---|---|---|---|---|"]
+    for entry in judged:
+        claim, outcome = entry["claim"], entry["outcome"]
+        stated = "shown" if claim.kind == "shown" else f"{claim.kind} {claim.bound:.0%}"
+        if claim.kind != "shown" and not entry["holds"]:
+            stated += " **NOT SUPPORTED**"
+        rounds = f"{outcome['median_rounds']:g}, {outcome['p90_rounds']:g}"
+        lines.append(f"| {claim.design.name} | {claim.slower:g} | {claim.what} | {entry['rate']:.2%} "
+                     f"({entry['low']:.2%}-{entry['high']:.2%}) of {outcome['trials']} | {stated} | {rounds} |")
+    return "\n".join(lines)

@@ -1,0 +1,41 @@
+"""Print the speed verdict's simulated error rates and power, as docs/benchmarks.md shows them.
+
+    python scripts/speed_error_rates.py            # the table (2,000 trials per row; about 30 s of CPU)
+    python scripts/speed_error_rates.py --check    # also exit 1 when a stated rate is not supported
+
+Every row is a scenario of compare/analysis/simulate_speed.py under the noise measured here; a stated rate
+holds when the exact 95% interval of its simulated rate lies on the right side of it. `pytest -m campaign
+tests/test_speed_simulation.py` checks the same table against the docs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from compare.analysis.sequential import rounds_for
+from compare.analysis.simulate_speed import MEASURED, draw_run, judge_claims, round_logs
+from compare.render.speed import error_rate_markdown
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a stated rate is not supported")
+    ns = parser.parse_args()
+    judged = judge_claims()
+    print(error_rate_markdown(judged))
+    import numpy as np
+
+    logs = round_logs(draw_run(np.random.default_rng(0), MEASURED, 1000, 8)[0], MEASURED.warmup)
+    sd = float(logs.std())
+    print(f"\nround log-ratio sd under this noise: {sd:.3f}; rounds the sequence needs for +-5%: "
+          f"{rounds_for(0.05, sd)}, for +-10%: {rounds_for(0.10, sd)}")
+    failing = [e for e in judged if not e["holds"]]
+    return 1 if ns.check and failing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
