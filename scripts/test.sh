@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# The test suite in two stages (make test): the tests that start no launcher, in parallel on every core
-# (pytest-xdist), then the tests that launch real multi-process jobs, one at a time so that their ranks do
-# not oversubscribe the cores. Both stages run even when the first fails; the exit status is the worse one.
-# Each stage prints its 20 slowest tests and its total time. Extra arguments go to both pytest runs.
+# The test suite in three stages (make test):
+#   1. the tests that start no launcher, in parallel on every core (pytest-xdist);
+#   2. the launch tests whose outcome does not depend on the machine being idle, two files at a time
+#      (--dist loadfile keeps a file's module-scoped launches in one worker, so each runs once): a launch
+#      spends much of its time in start-up waits (horovodrun, mpirun, rendezvous, time limits), and
+#      correctness holds on an oversubscribed machine as it does at np 4 on 2 cores;
+#   3. the launch tests marked `serial` (speed verdicts, contention, benchmarks, network namespaces, the
+#      Slurm cluster), one at a time with nothing else running.
+# All stages run even when one fails; the exit status is the worst. Each stage prints its 20 slowest tests
+# and its total time. Extra arguments go to every pytest run.
 set -uo pipefail
 PY=${PY:-.venv/bin/python}
 workers=${TEST_WORKERS:-$(env -u OMP_NUM_THREADS nproc)}
+launch_workers=${LAUNCH_WORKERS:-2}
 status=0
 stage() {
     local name=$1; shift
@@ -17,5 +24,7 @@ stage() {
     [ "$code" -gt "$status" ] && status=$code
 }
 stage "no launches (-n $workers)" -m "not slow and not campaign" -n "$workers" "$@"
-stage "launches" -m "slow and not campaign" "$@"
+stage "launches (-n $launch_workers, by file)" -m "slow and not serial and not campaign" -n "$launch_workers" \
+    --dist loadfile "$@"
+stage "serial launches" -m "slow and serial and not campaign" "$@"
 exit "$status"

@@ -18,7 +18,8 @@ def compare(*args: str, timeout: float = 600):
 
 def test_end_to_end_np2(tmp_path, horovod_built):
     out = tmp_path / "cmp"
-    result = ok(compare("run", "--np", "2", "--seeds", "0,1", *SMALL, "--out", str(out)))
+    # One round: the rounds and their speed verdict are tests/test_speed.py's; here the records and outputs.
+    result = ok(compare("run", "--np", "2", "--seeds", "0,1", *SMALL, "--repeats", "1", "--out", str(out)))
     assert "parity holds (" in result.stdout
     assert "compared: defaults vs defaults" in result.stdout
     assert "report:" in result.stdout
@@ -87,7 +88,10 @@ def test_a_failed_run_is_reported_and_the_rest_analysed(tmp_path, horovod_built)
     assert report["analysis"]["summary"], "the np 1 runs are still analysed"
 
 
-def test_launch_timeout_kills_the_whole_tree(tmp_path):
+@pytest.mark.parametrize("framework", ["ddp", "horovod"])
+def test_launch_timeout_kills_the_whole_tree(tmp_path, framework):
+    """torchrun and its workers; horovodrun, the mpirun under it, orted and the workers (the default
+    controller): a hung job past --timeout leaves no process behind."""
     import psutil
 
     from compare.launch.commands import build_launch
@@ -95,7 +99,8 @@ def test_launch_timeout_kills_the_whole_tree(tmp_path):
     from workload.options import Options
 
     options = Options(steps=1000, fail_at_step=2, fail_rank=1, fail_mode="hang", seeds=(0,))
-    launch = build_launch("ddp", 2, options, tmp_path / "run")
+    launch = build_launch(framework, 2, options, tmp_path / "run")
+    assert launch.command[0].endswith("torchrun" if framework == "ddp" else "horovodrun"), launch.command
     before = {p.pid for p in psutil.process_iter()}
     outcome = run_launch(launch, timeout_s=20)
     assert outcome.timed_out and not outcome.ok
@@ -128,7 +133,7 @@ abort_on_rank_1()
 
 @pytest.mark.parametrize("when", ["after", "before"])
 def test_an_abort_in_teardown_after_the_record_is_not_a_failure(tmp_path, when):
-    """PyTorch's Gloo teardown race (compare/launch/logs.py) aborts a worker as its interpreter exits, about
+    """PyTorch's Gloo teardown race (docs/fault-tolerance.md) aborts a worker as its interpreter exits, about
     once in hundreds of launches on a loaded machine: too rare to wait for, so a worker aborts here with the
     same message at the same point, through torchrun. Before the record is complete it stays a failure."""
     from compare.launch.commands import Launch, launch_env, torchrun

@@ -261,3 +261,25 @@ def test_matrix_judges_uneven_inputs_past_the_join(tmp_path, horovod_built):
     assert len(uneven) > 64 and verdicts["uneven inputs"] == "parity holds"
     row = next(r for r in matrix["rows"] if r["feature"] == "uneven inputs")
     assert row["effect"]["eval_max_rel_diff"] is not None and row["effect"]["eval_max_rel_diff"] <= 1e-5
+
+
+@pytest.mark.campaign
+@pytest.mark.timeout(3600)
+def test_the_full_matrix(tmp_path, horovod_built):
+    """Every row of `compare matrix` at its defaults (about 15 minutes on 2 cores, so a campaign: `make
+    test-campaign`). The rows the default suite covers one by one are the features above and the --only
+    runs; this is the command as a user runs it."""
+    out = tmp_path / "matrix"
+    result = run([sys.executable, "-m", "compare", "matrix", "--out", str(out)], timeout=3500)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    verdicts = {row["feature"]: row["verdict"] for row in json.loads((out / "matrix.json").read_text())["rows"]}
+    from compare.commands.matrix import FEATURES
+
+    assert set(verdicts) == {feature.name for feature in FEATURES}
+    for feature in FEATURES:
+        if feature.kind == "cuda-only":
+            assert verdicts[feature.name] == "CUDA only"
+        elif feature.parity_expected and feature.kind not in ("tuning", "profile"):
+            assert verdicts[feature.name] == "parity holds", (feature.name, verdicts[feature.name])
+        else:
+            assert not verdicts[feature.name].startswith("failed"), (feature.name, verdicts[feature.name])

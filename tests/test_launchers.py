@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import horovodrun, ok, read_losses, read_meta, run, tool, torchrun
+from helpers import ROOT, horovodrun, ok, read_losses, read_meta, run, tool, torchrun
 
 pytestmark = pytest.mark.slow
 FAST = ["--workload", "mlp", "--steps", "6", "--batch-size", "16", "--dataset-size", "512", "--log-every", "4"]
@@ -71,3 +71,46 @@ def test_help_lists_the_shared_options():
                      "--device", "--threads", "--out"):
             assert flag in result.stdout, (module, flag)
     assert Path(tool("torchrun")).is_file(), "torchrun is not installed beside this Python or on PATH"
+
+
+def test_threads_and_the_bucket_view_reach_the_workers(tmp_path):
+    """--threads 2 sets torch's intra-op threads in every worker (the record reads torch.get_num_threads());
+    --gradient-as-bucket-view reaches DDP itself (its line is read back from the wrapper) and changes where
+    the gradients live, not what they are: the losses stay within float noise of the plain run (two threads
+    may split a reduction differently)."""
+    from compare.analysis.parity import stepwise
+
+    ok(torchrun(2, *FAST, "--out", str(tmp_path / "plain")))
+    result = ok(torchrun(2, *FAST, "--threads", "2", "--gradient-as-bucket-view", "--out", str(tmp_path / "view")))
+    meta = read_meta(tmp_path / "view")
+    assert meta["threads"] == 2 and meta["options"]["gradient_as_bucket_view"] is True
+    assert "DDP: bucket cap 25 MiB, gradients as bucket views True" in result.stderr, result.stderr[-2000:]
+    assert read_meta(tmp_path / "plain")["threads"] == 1
+    assert stepwise(read_losses(tmp_path / "plain"), read_losses(tmp_path / "view")).passed
+
+
+@pytest.mark.parametrize("workload", ["resnet", "lm"])
+def test_the_larger_workloads_train_alike_on_cpu(tmp_path, horovod_built, workload):
+    """The timing workloads through both launchers at np 2, a few steps each: the same losses step by step.
+    The lm reads --text-dir (a copy of this repository's docs, text already on the machine): the workers'
+    data fingerprint is that directory's, not the standard library's default text."""
+    from compare.analysis.parity import stepwise
+    from workload.workloads import WORKLOADS
+
+    job = ["--workload", workload, "--steps", "4", "--batch-size", "8", "--dataset-size", "256", "--log-every", "2"]
+    text = tmp_path / "text"  # a copy: both sides must read the same bytes while the docs may change
+    if workload == "lm":
+        text.mkdir()
+        for doc in sorted((ROOT / "docs").glob("*.md")):
+            (text / doc.name).write_bytes(doc.read_bytes())
+        job += ["--text-dir", str(text)]
+    ok(horovodrun(2, "gloo", *job, "--out", str(tmp_path / "hvd")))
+    ok(torchrun(2, *job, "--out", str(tmp_path / "ddp")))
+    metas = [read_meta(tmp_path / side) for side in ("hvd", "ddp")]
+    assert all(m["status"] == "ok" and m["options"]["workload"] == workload for m in metas), metas
+    hvd, ddp = read_losses(tmp_path / "hvd"), read_losses(tmp_path / "ddp")
+    assert len(hvd) == len(ddp) == 4 and stepwise(hvd, ddp).passed, (hvd, ddp)
+    if workload == "lm":
+        expected = WORKLOADS["lm"].make_data(256, text).fingerprint()
+        assert expected != WORKLOADS["lm"].make_data(256).fingerprint()
+        assert {m["data"]["fingerprint"] for m in metas} == {expected}, [m.get("data") for m in metas]
