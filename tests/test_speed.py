@@ -329,9 +329,10 @@ def test_sweep_and_repeats_refuse_bad_input(tmp_path):
 def test_precision_rounds_through_the_launchers(tmp_path):
     """--precision 5% with a planted slowdown of about 10% on Horovod (0.2 ms on its 1.6-2.3 ms np 1 step): rounds
     go on in pairs until +-5% or the budget, the run says which, and a side is named only if it is DDP (the
-    faster one). Whether +-5% is reached within 300 s depends on how much the machine's launches spread."""
+    faster one). +-5% takes hundreds of rounds on this machine (docs/benchmarks.md), so a short budget: this
+    checks the mechanism (pairs, the stop and its reason, the budget kept); the error rates are simulated."""
     out = tmp_path / "precision"
-    budget = 300
+    budget = 90
     result = run([sys.executable, "-m", "compare", "run", "--np", "1", "--seeds", "0", "--steps", "30",
                   "--reference", "off", "--precision", "5%", "--time-budget", str(budget), "--step-delay-ms", "0.2",
                   "--step-delay-for", "horovod", "--out", str(out)], timeout=900)
