@@ -8,16 +8,20 @@
 #   3. the launch tests marked `serial` (speed verdicts, contention, benchmarks, network namespaces, the
 #      Slurm cluster), one at a time with nothing else running.
 # All stages run even when one fails; the exit status is the worst. Each stage prints its 20 slowest tests
-# and its total time. Extra arguments go to every pytest run.
+# and its total time, and writes every test's time to results/tests/stage-N.xml (JUnit), the figures to
+# plan the suite's budget with. Extra arguments go to every pytest run.
 set -uo pipefail
 PY=${PY:-.venv/bin/python}
 workers=${TEST_WORKERS:-$(env -u OMP_NUM_THREADS nproc)}
 launch_workers=${LAUNCH_WORKERS:-2}
 status=0
+number=0
+mkdir -p results/tests
 stage() {
     local name=$1; shift
     local start; start=$(date +%s)
-    "$PY" -m pytest "$@"
+    number=$((number + 1))
+    "$PY" -m pytest --junitxml="results/tests/stage-$number.xml" "$@"
     local code=$?
     [ "$code" -eq 5 ] && code=0   # a selection with no test in it (e.g. -k) is not a failure of the stage
     echo "stage $name: $(( $(date +%s) - start )) s (exit $code)"
