@@ -1,7 +1,7 @@
 """The parity judge in both directions, on run records written by hand in the documented schema.
 
-Every case of issue 13's "Why" has a test here: different jobs that the old check passed, the same job that
-it failed, the stated error rates of the equivalence test (by simulation), and bad input.
+Every case that once fooled the check has a test here: different jobs that an older check passed, the same
+job that it failed, the stated error rates of the equivalence test (by simulation), and bad input.
 """
 
 from __future__ import annotations

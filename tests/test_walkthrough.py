@@ -1,4 +1,4 @@
-"""What a new user walking the README and docs ran into (issue 19), held through the real launchers."""
+"""What a new user walking the README and docs ran into , held through the real launchers."""
 
 from __future__ import annotations
 

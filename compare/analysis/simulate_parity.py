@@ -92,7 +92,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     # were made, reach only 2.3e-6 and 1.2e-6: this profile grows faster than lm does (pessimistic)
     Profile("lm", 64, 1, 16, (((1, 1), (20, 40)),), saturation=0.02, level=2.36, spread=0.01, parted_spread=0.005,
             accuracy=0.4, eval_samples=448),
-    # bf16 on GPUs: the sides' reduction orders differ, so the gap is 2e-4 to 1e-3 from step 2 (issue 25), then
+    # bf16 on GPUs: the sides' reduction orders differ, so the gap is 2e-4 to 1e-3 from step 2, then
     # grows as bf16 one-ulp pairs do (measured on CPU, one process: 8.1e-5 at step 20, 4.9e-4 at 40, 2.8e-3
     # at 60). The calibration pair is taken to behave on GPUs as on CPU: not measured.
     Profile("mlp bf16 np 2", 128, 2, 32, (((1, 1), (5, 8)), ((15, 25), (20, 30))), saturation=0.03, level=0.18,
