@@ -151,8 +151,10 @@ def test_an_abort_in_teardown_after_the_record_is_not_a_failure(tmp_path, when):
         assert json.loads((run_dir / "run.json").read_text())["steps"] == 3
     else:
         assert not outcome.ok and not outcome.teardown_abort and outcome.failing_rank == 1
-        meta = json.loads((run_dir / "run.json").read_text())  # rank 0's barrier in close() saw rank 1 go
-        assert meta["status"] == "failed" and not (run_dir / "metrics.jsonl").exists(), meta
+        # Rank 0's barrier in close() sees rank 1 go and records "failed", unless torchrun's SIGTERM reaches it
+        # first (seen on a loaded machine): then "running". Either way the record never looks complete.
+        meta = json.loads((run_dir / "run.json").read_text())
+        assert meta["status"] in ("failed", "running") and not (run_dir / "metrics.jsonl").exists(), meta
 
 
 # --- check and report on recorded fixtures ------------------------------------------------------------
