@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # The test suite in three stages (make test):
 #   1. the tests that start no launcher, in parallel on every core (pytest-xdist);
-#   2. the launch tests whose outcome does not depend on the machine being idle, two files at a time
-#      (--dist loadfile keeps a file's module-scoped launches in one worker, so each runs once): a launch
-#      spends much of its time in start-up waits (horovodrun, mpirun, rendezvous, time limits), and
-#      correctness holds on an oversubscribed machine as it does at np 4 on 2 cores;
-#   3. the launch tests marked `serial` (speed verdicts, contention, benchmarks, network namespaces, the
-#      Slurm cluster), one at a time with nothing else running.
+#   2. the launch tests whose outcome does not depend on the machine being idle, one at a time by default.
+#      LAUNCH_WORKERS=2 runs two test files at a time (--dist loadfile keeps a file's module-scoped launches
+#      in one worker, so each runs once): measured 1.4x faster on 2 cores (the launches are CPU-bound), but
+#      it exposed timing races in tests that assume an unloaded machine, so it is not the default yet;
+#   3. the launch tests marked `serial` (speed verdicts, contention, benchmarks), one at a time.
 # All stages run even when one fails; the exit status is the worst. Each stage prints its 20 slowest tests
 # and its total time, and writes every test's time to results/tests/stage-N.xml (JUnit), the figures to
 # plan the suite's budget with. Extra arguments go to every pytest run.
 set -uo pipefail
 PY=${PY:-.venv/bin/python}
 workers=${TEST_WORKERS:-$(env -u OMP_NUM_THREADS nproc)}
-launch_workers=${LAUNCH_WORKERS:-2}
+launch_workers=${LAUNCH_WORKERS:-1}
 status=0
 number=0
 mkdir -p results/tests
@@ -28,7 +27,11 @@ stage() {
     [ "$code" -gt "$status" ] && status=$code
 }
 stage "no launches (-n $workers)" -m "not slow and not campaign" -n "$workers" "$@"
-stage "launches (-n $launch_workers, by file)" -m "slow and not serial and not campaign" -n "$launch_workers" \
-    --dist loadfile "$@"
+if [ "$launch_workers" -gt 1 ]; then
+    stage "launches (-n $launch_workers, by file)" -m "slow and not serial and not campaign" -n "$launch_workers" \
+        --dist loadfile "$@"
+else
+    stage "launches" -m "slow and not serial and not campaign" "$@"
+fi
 stage "serial launches" -m "slow and serial and not campaign" "$@"
 exit "$status"

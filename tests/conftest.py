@@ -6,8 +6,8 @@ import pytest
 from helpers import run, tool
 
 # The launch tests of these files run alone, after the others (scripts/test.sh's third stage): what they
-# judge reads the machine's load (speed verdicts, contention, benchmarks). The rest run two files at a time:
-# correctness holds on a loaded machine, and each test watches only its own processes and namespaces.
+# judge reads the machine's load (speed verdicts, contention, benchmarks). The rest may run two files at a
+# time (LAUNCH_WORKERS=2): each test watches only its own processes and namespaces.
 SERIAL_FILES = {"test_speed.py", "test_bench.py"}
 
 
