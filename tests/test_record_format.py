@@ -102,3 +102,19 @@ def test_strict_json_out_and_in(tmp_path):
     (tmp_path / RUN_JSON).write_text(json.dumps({**meta, "effective_lr": float("nan")}))
     with pytest.raises(RecordError, match="NaN is not strict JSON"):
         load_run(tmp_path)
+
+
+def test_the_recorders_horovodrun_mpi_check_is_the_launcher_tables():
+    """recorder/ is one copyable file, so it keeps its own copy of workload/launchers.py's check: the same
+    code line for line (the docstrings may word it differently)."""
+    import inspect
+
+    import recorder
+    from workload.launchers import under_horovodrun_mpi
+
+    def body(function) -> list[str]:
+        lines = inspect.getsource(function).splitlines()
+        end = next(i for i, line in enumerate(lines) if i > 0 and line.rstrip().endswith('"""'))
+        return lines[end + 1:]
+
+    assert body(recorder._under_horovodrun_mpi) == body(under_horovodrun_mpi)
