@@ -16,10 +16,11 @@ import torch
 from helpers import ROOT, ok, run, tool
 
 from compare.__main__ import main as compare_main
+from compare.launch.commands import torchrun
 from compare.migrate import migrate_source
 from compare.migrate.launch_line import torchrun_lines
 from compare.migrate.migration_report import map_lines, place_changes
-from compare.migrate.verify import record_from_output
+from compare.migrate.verify import record_from_output, run_side
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
 RUNNABLE = ["plain", "accumulation", "fp16_clip", "amp", "checkpoint_resume", "uneven_join", "horovod_run",
@@ -309,6 +310,42 @@ def test_clipping_added_on_one_side_of_inner_accumulation_fails(verified):
     check = run([sys.executable, "-m", "compare", "check", str(out / "inner_accumulation" / "horovod"),
                  str(out / "clipped")])
     assert check.returncode == 1 and "parity fails" in check.stdout, check.stdout + check.stderr
+
+
+# A script without a run record whose rank 1 aborts as Gloo's thread does at exit (after every exit handler,
+# as the interpreter frees the script's globals), or in the middle of its work.
+ABORTING = """\
+import os, sys
+rank = int(os.environ["RANK"])
+
+
+class AbortsWhenFreed:
+    def __del__(self):
+        os.write(2, b"terminate called without an active exception\\n")
+        os.abort()
+
+
+if rank == 1:
+    keeper = AbortsWhenFreed()
+for step in range(1, 4):
+    if rank == 0:
+        print(f"step {step} loss {1 / step:.4f}", flush=True)
+    if rank == 1 and step == 2 and sys.argv[1] == "midway":
+        os.write(2, b"terminate called without an active exception\\n")
+        os.abort()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["at exit", "midway"])
+def test_verify_forgives_an_abort_at_exit_only_after_every_rank_finished(tmp_path, when):
+    script = tmp_path / "aborting.py"
+    script.write_text(ABORTING)
+    code, output = run_side("ddp", torchrun(2, [str(script), when.replace(" ", "")]), tmp_path / "out", 120,
+                            tmp_path)
+    assert "terminate called without an active exception" in output, output
+    assert "step 3 loss" in output or when == "midway", output
+    assert (code == 0) == (when == "at exit"), (code, output)
 
 
 def test_the_same_script_migrates_to_the_same_text_every_time():

@@ -11,6 +11,7 @@ rank 0's printed loss lines (compare/loss_lines.py), turned into a run record he
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from compare.importers import Series, build_record, source_digest
 from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
-from compare.launch.logs import TEARDOWN_NOTE
+from compare.launch.logs import TEARDOWN_ABORT, TEARDOWN_NOTE
 from compare.launch.process import run_launch
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, read_loss_log
 from compare.migrate.launch_mode import LaunchMode
@@ -30,6 +31,23 @@ from workload.record_format import LAUNCH_LOG, METRICS, METRICS_PART, RUN_JSON, 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RANK_TAG = Path(__file__).resolve().parent / "rank_tag"
 TAG = re.compile(VERIFY_TAG)
+
+
+def _rank_tag_finished() -> str:
+    spec = importlib.util.spec_from_file_location("rank_tag", RANK_TAG / "sitecustomize.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # under its own name: it installs nothing here
+    return module.FINISHED
+
+
+FINISHED = re.compile(VERIFY_TAG + re.escape(_rank_tag_finished()))
+
+
+def every_rank_finished(output: str) -> bool:
+    """Each rank of the job said that its script ran to the end (the rank tag's last line)."""
+    said = {(int(m["tag"]), int(m["size"])) for m in FINISHED.finditer(output)}
+    sizes = {size for _, size in said}
+    return len(sizes) == 1 and {rank for rank, _ in said} == set(range(sizes.pop()))
 
 
 def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
@@ -56,6 +74,9 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float, scrip
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
     output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
     print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})", flush=True)
+    # A script without a run record: its ranks' own word that they finished stands in for the record.
+    if not outcome.ok and not outcome.timed_out and TEARDOWN_ABORT in output and every_rank_finished(output):
+        outcome.teardown_abort = True
     if outcome.teardown_abort:
         print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
     return (0 if outcome.ok else code), output

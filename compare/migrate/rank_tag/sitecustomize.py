@@ -5,6 +5,10 @@ torch.multiprocessing.spawn and horovod.run print with no prefix at all, so this
 told apart in every launch, and how --verify knows the world size a script really ran at. --verify puts this
 directory first on PYTHONPATH; nothing else loads it. Complete lines are written one at a time, so that
 processes sharing a pipe cannot glue their lines together.
+
+A process whose script ran to its end without an uncaught exception says so last of all, in one tagged
+line (FINISHED): a worker that Gloo then aborts in its interpreter's teardown has done its work, and
+--verify can tell that race from a failure (docs/fault-tolerance.md, "Gloo's abort at exit").
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ LAUNCHER_VARIABLES = (("RANK", "WORLD_SIZE"), ("HOROVOD_RANK", "HOROVOD_SIZE"),
 
 
 def rank_and_size() -> tuple[str, str]:
+    found = _asked()
+    if found[0] != "?":
+        _last_known[:] = found
+    return found
+
+
+def _asked() -> tuple[str, str]:
     dist = sys.modules.get("torch.distributed")
     hvd = sys.modules.get("horovod.torch")
     try:  # only frameworks the job imported itself are asked
@@ -35,6 +46,28 @@ def rank_and_size() -> tuple[str, str]:
         if rank in os.environ and size in os.environ:
             return os.environ[rank], os.environ[size]
     return "?", "?"
+
+
+_last_known = ["?", "?"]
+FINISHED = "verify: this process ran its script to the end"
+_raised: list[BaseException] = []
+
+
+def _note_uncaught(previous):
+    def hook(kind, value, traceback):
+        _raised.append(value)
+        previous(kind, value, traceback)
+    return hook
+
+
+def _say_finished() -> None:
+    # SystemExit does not pass through the excepthook; a non-zero one leaves its own exit status. A script
+    # that destroyed its process group keeps the rank it last printed under.
+    rank_and_size()
+    if not _raised and _last_known[0] != "?":
+        stream = getattr(sys.stderr, "_stream", sys.stderr)  # tagged here, with the rank it last had
+        stream.write(f"[verify rank={_last_known[0]} size={_last_known[1]}]:{FINISHED}\n")
+        stream.flush()
 
 
 class TaggedLines:
@@ -62,6 +95,8 @@ class TaggedLines:
 
 
 def _install() -> None:
+    sys.excepthook = _note_uncaught(sys.excepthook)
+    atexit.register(_say_finished)  # registered first, so it runs after every other exit handler
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, TaggedLines):
@@ -79,5 +114,6 @@ def _chain() -> None:
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
-_install()
-_chain()
+if __name__ == "sitecustomize":  # as the interpreter loads it; --verify also reads FINISHED from this file
+    _install()
+    _chain()
