@@ -155,7 +155,7 @@ def test_faults_expected_failure_is_not_a_failure():
 
 
 def test_bench_summary_is_short_and_says_what_was_chosen():
-    from compare.commands.bench import sweep_choice, terminal_summary
+    from compare.render.bench import sweep_choice, terminal_summary
 
     assert sweep_choice([]).startswith("the defaults stay: no configuration was clearly faster")
     assert sweep_choice(["bucket_cap_mb=1"]).startswith("chosen `bucket_cap_mb=1`, clearly faster than the defaults")
