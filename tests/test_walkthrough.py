@@ -61,8 +61,8 @@ def test_one_sided_feature_is_fine_on_its_own_side():
     from compare.commands.run import plan
 
     ns = build_parser().parse_args(["run", "--zero", "--frameworks", "ddp", "--np", "2", "--seeds", "0"])
-    launches, options, _ = plan(ns)
-    assert options.zero and {launch.framework for launch in launches} <= {"ddp", "reference"}
+    comparison = plan(ns)
+    assert comparison.options.zero and {launch.framework for launch in comparison.launches} <= {"ddp", "reference"}
 
 
 def test_uneven_inputs_plan_skips_the_reference_and_says_why():
@@ -70,9 +70,9 @@ def test_uneven_inputs_plan_skips_the_reference_and_says_why():
     from compare.commands.run import plan
 
     ns = build_parser().parse_args(["run", "--uneven-inputs", "--np", "2", "--seeds", "0"])
-    launches, _, _ = plan(ns)
-    assert "reference" not in {launch.framework for launch in launches}
-    assert "--uneven-inputs needs real ranks" in ns.reference_skipped
+    comparison = plan(ns)
+    assert "reference" not in {launch.framework for launch in comparison.launches}
+    assert "--uneven-inputs needs real ranks" in comparison.reference_skipped
     with pytest.raises(UsageError, match="--reference on: --uneven-inputs"):
         plan(build_parser().parse_args(["run", "--uneven-inputs", "--reference", "on", "--np", "2"]))
 

@@ -4,6 +4,7 @@ analysis options."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from compare.loss_lines import STEP_FROM
 from compare.names import FRAMEWORKS
@@ -80,11 +81,28 @@ def analysis_arguments(parser: argparse.ArgumentParser) -> None:
                             "jobs'%(default).0s")
 
 
-def check_analysis(ns: argparse.Namespace) -> None:
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """The analysis options, read once from the command line: what `analyse` is given."""
+
+    warmup: int
+    k: int
+    rtol: float
+    margins: dict  # end point -> compare.analysis.parity.Margin, the user's only
+    allowed: frozenset[str]
+
+
+def analysis_settings(ns: argparse.Namespace) -> AnalysisSettings:
     if ns.warmup < 0 or ns.k <= 0 or not 0 < ns.rtol < 1:
         raise UsageError("--warmup must be >= 0, --k positive and --rtol between 0 and 1")
-    ns.margins = dict(ns.margin)
-    ns.allowed = frozenset(name for names in ns.allow for name in names)
+    return AnalysisSettings(ns.warmup, ns.k, ns.rtol, dict(ns.margin),
+                            frozenset(name for names in ns.allow for name in names))
+
+
+def check_analysis(ns: argparse.Namespace) -> None:
+    """analysis_settings, left on the namespace for the commands that read it there (check, matrix)."""
+    settings = analysis_settings(ns)
+    ns.margins, ns.allowed = settings.margins, settings.allowed
 
 
 def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> None:

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from compare.analysis.records import RecordError, RunRecord, find_runs
 from compare.analysis.summary import analyse
 from compare.analysis.time_to_target import Target, evaluated_metrics
-from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, resolve_targets, target_argument
+from compare.commands.arguments import (
+    DEFAULTS,
+    AnalysisSettings,
+    analysis_arguments,
+    analysis_settings,
+    resolve_targets,
+    target_argument,
+)
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import Outcome
-from compare.launch.tuning import TUNING_RECORD, tuning_from_record
+from compare.launch.tuning import TUNING_RECORD, Tuning, tuning_from_record
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
 from compare.render.report import environment_from_runs, summary_table, write_report
 from compare.render.time_to_target import time_to_target_line
@@ -24,6 +32,18 @@ from workload.files import write_json_atomic
 COMPARISON_RECORD = "comparison.json"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReportInputs:
+    """What a report needs beside the run records. `compare run` knows all of it (its ComparisonPlan is one);
+    `compare report` reads it back from what the run left (TUNING_RECORD, COMPARISON_RECORD)."""
+
+    analysis: AnalysisSettings
+    targets: tuple[Target, ...] = ()
+    tuning: Tuning | None = None  # None: records that `compare run` did not write
+    private_network: bool | None = None  # None: not known here (comparison.json keeps what the run said)
+    reference_skipped: str | None = None  # why the single-process reference did not run
+
+
 def _launch_failures(outcomes: list[Outcome]) -> list[dict]:
     return [{"framework": o.launch.framework, "world_size": o.launch.world_size, "seed": None,
              "status": "timed out" if o.timed_out else f"exit {o.returncode}", "path": str(o.launch.log_path),
@@ -31,16 +51,16 @@ def _launch_failures(outcomes: list[Outcome]) -> list[dict]:
             for o in outcomes if not o.ok]
 
 
-def _comparison(ns: argparse.Namespace, outcomes: list[Outcome], wall_s: float | None) -> dict:
+def _comparison(inputs: ReportInputs, outcomes: list[Outcome], wall_s: float | None) -> dict:
     record: dict = {"commands": [o.launch.shell_line() for o in outcomes],
                     "comparison_wall_s": round(wall_s, 1) if wall_s else None}
-    if hasattr(ns, "private_network"):
-        record["network"] = ("each launch in a network namespace of its own, loopback only" if ns.private_network
+    if inputs.private_network is not None:
+        record["network"] = ("each launch in a network namespace of its own, loopback only" if inputs.private_network
                              else "the host's network (launchers' servers bind every interface)")
-    if getattr(ns, "reference_skipped", None):
-        record["reference"] = f"skipped: {ns.reference_skipped}"
-    if getattr(ns, "targets", None):  # `compare report` judges them again
-        record["targets"] = [vars(t) for t in ns.targets]
+    if inputs.reference_skipped:
+        record["reference"] = f"skipped: {inputs.reference_skipped}"
+    if inputs.targets:  # `compare report` judges them again
+        record["targets"] = [vars(t) for t in inputs.targets]
     aborted = [f"{o.launch.label} (exit {o.returncode})" for o in outcomes if o.teardown_abort]
     if aborted:
         record["teardown"] = f"{', '.join(aborted)}: {TEARDOWN_NOTE}"
@@ -64,25 +84,32 @@ def stored_targets(comparison: dict) -> tuple[Target, ...]:
         return ()
 
 
-def publish(out: Path, runs: list[RunRecord], ns: argparse.Namespace, *, outcomes: list[Outcome] | None = None,
+def inputs_from_records(directory: Path, analysis: AnalysisSettings, targets: tuple[Target, ...]) -> ReportInputs:
+    """`compare report`'s inputs: the tuning `compare run` recorded, and its --target values unless others are
+    given. The network and a skipped reference stay in comparison.json as the run worded them."""
+    targets = targets or stored_targets(_read_comparison(directory))
+    return ReportInputs(analysis=analysis, targets=targets, tuning=tuning_from_record(directory / TUNING_RECORD))
+
+
+def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes: list[Outcome] | None = None,
             wall_s: float | None = None) -> int:
     if not runs:
         raise RecordError(f"{out}: no run records found")
-    targets = tuple(getattr(ns, "targets", ())) or (() if outcomes else stored_targets(_read_comparison(out)))
-    analysis = analyse(runs, warmup=ns.warmup, k=ns.k, rtol=ns.rtol, margins=ns.margins, allow=ns.allowed,
-                       targets=targets)
+    settings = inputs.analysis
+    analysis = analyse(runs, warmup=settings.warmup, k=settings.k, rtol=settings.rtol, margins=settings.margins,
+                       allow=settings.allowed, targets=inputs.targets)
     launch_failures = _launch_failures(outcomes or [])
     analysis["failures"] = launch_failures + analysis["failures"]
     # What only `compare run` knows (its commands, network, wall time, a skipped reference) is kept in
     # OUT/comparison.json, so that `compare report` rebuilds the same report from the records on disk.
-    comparison = _comparison(ns, outcomes, wall_s) if outcomes else _read_comparison(out)
+    comparison = _comparison(inputs, outcomes, wall_s) if outcomes else _read_comparison(out)
     if outcomes:
         write_json_atomic(out / COMPARISON_RECORD, comparison)
     env = environment_from_runs(runs)
     env["host"] = env.get("host") or (record_format.host_info() if outcomes else {})
     env.update({key: comparison[key] for key in ("network", "comparison_wall_s", "reference", "teardown")
                 if comparison.get(key)})
-    tuning = getattr(ns, "tuning", None)
+    tuning = inputs.tuning
     if tuning is not None:
         env["compared"] = tuning.describe()
         analysis["tuning"] = tuning.record()
@@ -116,17 +143,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(ns: argparse.Namespace) -> int:
-    check_analysis(ns)
+    analysis = analysis_settings(ns)
     root = ns.dir / "runs" if (ns.dir / "runs").is_dir() else ns.dir
     if not root.is_dir():
         raise RecordError(f"{ns.dir}: no such directory")
-    ns.tuning = tuning_from_record(ns.dir / TUNING_RECORD)
     runs = find_runs(root)
     workloads = [(r.meta.get("options") or {}).get("workload") for r in runs]
-    ns.targets = resolve_targets(ns.target, next((w for w in workloads if w), None))
+    targets = resolve_targets(ns.target, next((w for w in workloads if w), None))
     evaluated = evaluated_metrics(runs)
-    for target in ns.targets if runs else ():
+    for target in targets if runs else ():
         if target.metric not in evaluated:
             raise RecordError(f"--target {target.metric}: no Horovod or DDP record under {root} holds "
                               f"{target.metric} (it has: {', '.join(sorted(evaluated)) or 'none'})")
-    return publish(ns.dir, runs, ns)
+    return publish(ns.dir, runs, inputs_from_records(ns.dir, analysis, targets))

@@ -8,30 +8,34 @@ import argparse
 import shutil
 import sys
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from compare.analysis.parity import CONFIDENCE, MIN_OVERLAP
 from compare.analysis.records import find_runs
 from compare.analysis.sequential import METHOD, MIXTURE_C
 from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
+from compare.analysis.time_to_target import Target
 from compare.commands import scheduler
 from compare.commands.arguments import (
     DEFAULTS,
+    AnalysisSettings,
     analysis_arguments,
-    check_analysis,
+    analysis_settings,
     frameworks,
     int_list,
     resolve_targets,
     target_argument,
 )
-from compare.commands.report import publish
-from compare.commands.sweep import SWEEP_WIDTHS, run_sweep
+from compare.commands.report import ReportInputs, publish
+from compare.commands.sweep import SWEEP_WIDTHS, run_sweep, sweep_plan
 from compare.launch import slurm
 from compare.launch.commands import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import Outcome, run_launch
-from compare.launch.tuning import TUNING_RECORD, load_tuning, mismatch
+from compare.launch.slurm import SlurmSettings
+from compare.launch.tuning import TUNING_RECORD, Tuning, load_tuning, mismatch
 from compare.names import EXIT_RUN_FAILED, FRAMEWORKS, display
 from compare.render.progress import ProgressReporter
 from compare.render.speed import stop_line
@@ -63,8 +67,38 @@ def reject_one_sided(options: Options, frameworks: tuple[str, ...]) -> None:
                              f"--frameworks {owner}")
 
 
-def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
-    """Every launch of a comparison, in the order they run. Validates the options first."""
+@dataclass(frozen=True, kw_only=True)
+class ComparisonPlan(ReportInputs):
+    """A comparison, read and checked once from the command line: its first round of launches and what the
+    later stages (more rounds, the sequential design, the report) need. A ReportInputs, so that `publish`
+    takes it as it is."""
+
+    launches: tuple[Launch, ...]  # round 1, in the order they run
+    options: Options  # the comparison's, before tuning and --step-delay-for
+    train_size: int  # training samples: planned steps follow from it
+    frameworks: tuple[str, ...]
+    world_sizes: tuple[int, ...]  # distinct, ascending
+    tuning: Tuning
+    private_network: bool
+    out: Path
+    timeout: float
+    repeats: int
+    horovod_controller: str
+    launcher: str
+    slurm: SlurmSettings | None  # None: the launchers start here
+    step_delay_for: str | None
+    precision: float | None
+    time_budget: float | None  # set (a default if need be) exactly when the rounds are sequential
+
+    @property
+    def sequential(self) -> bool:
+        return self.time_budget is not None
+
+
+def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
+         targets: tuple[Target, ...] = ()) -> ComparisonPlan:
+    """The whole comparison planned from the command line, its first round of launches made. Validates the
+    options first. `analysis` defaults to the namespace's (main reads it earlier, for its errors' order)."""
     options = options_from_namespace(ns)
     if ns.seeds is None:
         options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
@@ -72,93 +106,107 @@ def plan(ns: argparse.Namespace) -> tuple[list[Launch], Options, int]:
     reject_one_sided(options, ns.frameworks)
     if not ns.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {ns.timeout}")
-    tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
-    network = getattr(ns, "network", "host")
-    if network == "private" and not private_network_available():
+    tuning = load_tuning(ns.tuned)
+    if ns.network == "private" and not private_network_available():
         raise UsageError("--network private needs root, unshare and ip (iproute2): use --network host")
-    private = ns.private_network = network == "private" or (network == "auto" and private_network_available())
+    private = ns.network == "private" or (ns.network == "auto" and private_network_available())
     if (misuse := scheduler.local_misuse(ns)) is not None:
         raise UsageError(misuse)
-    make = launch_maker(ns)
-    if ns.scheduler == "slurm":
-        private = ns.private_network = False  # Slurm places the ranks: no network namespace of our own
-    framework_options = {name: tuning.options_for(name, options) for name in ns.frameworks}
-    framework_options = delayed_side(ns, framework_options)
+    settings = scheduler.slurm_settings(ns) if ns.scheduler == "slurm" else None
+    make = launch_maker(settings, ns.timeout)
+    private = private and settings is None  # Slurm places the ranks: no network namespace of our own
+    framework_options = delayed_side(ns.step_delay_for, {name: tuning.options_for(name, options)
+                                                         for name in ns.frameworks})
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
     cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
     if cannot and ns.reference == "on":
         raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
-    ns.reference_skipped = cannot[0] if cannot and reference else None
-    reference = reference and not cannot
-    data = WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir)
+    sequential = ns.precision is not None or ns.time_budget is not None
+    comparison = ComparisonPlan(
+        analysis=analysis or analysis_settings(ns), targets=targets, tuning=tuning, private_network=private,
+        reference_skipped=cannot[0] if cannot and reference else None, launches=(), options=options,
+        train_size=len(WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir).train),
+        frameworks=ns.frameworks, world_sizes=tuple(sorted(set(ns.np))), out=ns.out, timeout=ns.timeout,
+        repeats=ns.repeats or DEFAULT_ROUNDS, horovod_controller=ns.horovod_controller, launcher=ns.launcher,
+        slurm=settings, step_delay_for=ns.step_delay_for, precision=ns.precision,
+        time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget)
+    first = first_round(comparison, make, framework_options, reference and not cannot)
+    return replace(comparison, launches=tuple(first))
+
+
+def first_round(plan: ComparisonPlan, make: Callable[..., Launch], framework_options: dict[str, Options],
+                reference: bool) -> list[Launch]:
+    """Round 1: every framework at every world size with every seed, the reference and the calibration pairs."""
+    options, private, out = plan.options, plan.private_network, plan.out
     launches = []
-    for world_size in sorted(set(ns.np)):
+    for world_size in plan.world_sizes:
         if world_size <= 0:
             raise UsageError(f"--np values must be positive, got {world_size}")
-        steps = planned_steps(options, len(data.train), world_size)  # fails early: too few samples for this np
+        steps = planned_steps(options, plan.train_size, world_size)  # fails early: too few samples for this np
         if steps < MIN_OVERLAP:
             raise UsageError(f"np {world_size} trains {steps} step(s); parity needs at least {MIN_OVERLAP} "
                              "(more --epochs or --steps)")
-        for framework in ns.frameworks:
+        for framework in plan.frameworks:
             launches.append(make(framework, world_size, framework_options[framework],
-                                 ns.out / "runs" / f"{framework}-np{world_size}",
-                                 horovod_controller=ns.horovod_controller, launcher=ns.launcher,
-                                 extra_env=tuning.env.get(framework), private_network=private))
+                                 out / "runs" / f"{framework}-np{world_size}",
+                                 horovod_controller=plan.horovod_controller, launcher=plan.launcher,
+                                 extra_env=plan.tuning.env.get(framework), private_network=private))
         if reference and world_size > 1:
             launches.append(make("reference", world_size, options,
-                                 ns.out / "runs" / f"reference-np{world_size}", private_network=private))
+                                 out / "runs" / f"reference-np{world_size}", private_network=private))
         # The calibration pairs' second halves (docs/parity.md): DDP, and the reference where it runs, again with
         # the initial weights nudged one ulp; their divergence from the first halves measures float chaos.
-        if "ddp" in ns.frameworks:
+        if "ddp" in plan.frameworks:
             calibration = replace(framework_options["ddp"], perturb_init_ulps=1)
-            launches.append(make("ddp", world_size, calibration, ns.out / "runs" / f"calibration-np{world_size}",
-                                 launcher=ns.launcher, extra_env=tuning.env.get("ddp"), private_network=private))
+            launches.append(make("ddp", world_size, calibration, out / "runs" / f"calibration-np{world_size}",
+                                 launcher=plan.launcher, extra_env=plan.tuning.env.get("ddp"),
+                                 private_network=private))
         if reference and world_size > 1:
             calibration = replace(options, perturb_init_ulps=1)
             launches.append(make("reference", world_size, calibration,
-                                 ns.out / "runs" / f"calibration-reference-np{world_size}", private_network=private))
-    return launches, options, len(data.train)
+                                 out / "runs" / f"calibration-reference-np{world_size}", private_network=private))
+    return launches
 
 
-def launch_maker(ns: argparse.Namespace):
+def launch_maker(settings: SlurmSettings | None, timeout: float) -> Callable[..., Launch]:
     """build_launch, or its Slurm form: a Slurm job per launch."""
-    if ns.scheduler == "slurm":
-        return slurm.launch_maker(scheduler.slurm_settings(ns), ns.timeout)
+    if settings is not None:
+        return slurm.launch_maker(settings, timeout)
     return build_launch
 
 
-def delayed_side(ns: argparse.Namespace, framework_options: dict[str, Options]) -> dict[str, Options]:
+def delayed_side(side: str | None, framework_options: dict[str, Options]) -> dict[str, Options]:
     """--step-delay-for FRAMEWORK: --step-delay-ms slows that side only (a known difference, for tests)."""
-    side = getattr(ns, "step_delay_for", None)
     if side is None:
         return framework_options
     return {name: o if name == side else replace(o, step_delay_ms=None) for name, o in framework_options.items()}
 
 
-def later_rounds(ns: argparse.Namespace, options: Options, numbers: range | None = None) -> list[Launch]:
+def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Launch]:
     """Rounds 2..--repeats (or `numbers`): each framework launched again at each world size, first seed only, the order
     reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side; each
     in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only)."""
-    make = launch_maker(ns)
+    make = launch_maker(plan.slurm, plan.timeout)
     launches = []
-    for number in numbers or range(2, ns.repeats + 1):
-        again = replace(options, seeds=options.seeds[:1], round=number)
-        framework_options = delayed_side(ns, {name: ns.tuning.options_for(name, again) for name in ns.frameworks})
-        order = ns.frameworks if number % 2 else tuple(reversed(ns.frameworks))
-        for world_size in sorted(set(ns.np)):
+    for number in numbers or range(2, plan.repeats + 1):
+        again = replace(plan.options, seeds=plan.options.seeds[:1], round=number)
+        framework_options = delayed_side(plan.step_delay_for,
+                                         {name: plan.tuning.options_for(name, again) for name in plan.frameworks})
+        order = plan.frameworks if number % 2 else tuple(reversed(plan.frameworks))
+        for world_size in plan.world_sizes:
             for framework in order:
                 launches.append(make(framework, world_size, framework_options[framework],
-                                     ns.out / "runs" / f"{framework}-np{world_size}-round{number}",
-                                     horovod_controller=ns.horovod_controller, launcher=ns.launcher,
-                                     extra_env=ns.tuning.env.get(framework), private_network=ns.private_network))
+                                     plan.out / "runs" / f"{framework}-np{world_size}-round{number}",
+                                     horovod_controller=plan.horovod_controller, launcher=plan.launcher,
+                                     extra_env=plan.tuning.env.get(framework), private_network=plan.private_network))
     return launches
 
 
 class Runner:
     """Runs launches one after the other with progress shown; more can be added as rounds go on."""
 
-    def __init__(self, ns: argparse.Namespace, planned_total: int):
-        self.ns = ns
+    def __init__(self, timeout: float, planned_total: int):
+        self.timeout = timeout
         self.reporter = ProgressReporter(planned_total)
         self.outcomes: list[Outcome] = []
         self.count = 0  # launches known so far, for "[index/count]"
@@ -171,7 +219,7 @@ class Runner:
             shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
             self.reporter.begin(launch.label, index, self.count, planned_steps=steps)
             runner = slurm.run_launch if slurm.is_slurm(launch) else run_launch
-            outcome = runner(launch, self.ns.timeout,
+            outcome = runner(launch, self.timeout,
                              on_poll=lambda launch=launch: self.reporter.update(steps_done(launch.run_root,
                                                                                            launch.seeds)))
             self.outcomes.append(outcome)
@@ -188,30 +236,29 @@ def round_estimate_s(launches: list[Launch], planned: list[int]) -> float:
     return len(launches) * STARTUP_GUESS_S + sum(planned) * STEP_GUESS_S
 
 
-def run_suite(ns: argparse.Namespace) -> int:
-    first_round, options, train_samples = plan(ns)
-    sequential = ns.precision is not None or ns.time_budget is not None
-    later = [] if sequential else later_rounds(ns, options)  # sequential: round by round, within the budget
+def run_suite(plan: ComparisonPlan) -> int:
+    first_round = list(plan.launches)
+    later = [] if plan.sequential else later_rounds(plan)  # sequential: round by round, within the budget
 
     def steps_of(launches: list[Launch]) -> list[int]:
-        return [planned_steps(options, train_samples, launch.world_size) * len(launch.seeds) for launch in launches]
+        return [planned_steps(plan.options, plan.train_size, launch.world_size) * len(launch.seeds)
+                for launch in launches]
 
-    if sequential:
-        ns.time_budget = DEFAULT_BUDGET_S if ns.time_budget is None else ns.time_budget
+    if plan.sequential:
         needed = round_estimate_s(first_round, steps_of(first_round))
-        if ns.time_budget < needed:
-            raise UsageError(f"--time-budget {ns.time_budget:g} s is below one round's expected time (about "
+        if plan.time_budget < needed:
+            raise UsageError(f"--time-budget {plan.time_budget:g} s is below one round's expected time (about "
                              f"{needed:.0f} s: {len(first_round)} launches of at least {STARTUP_GUESS_S:g} s of "
                              "start-up each, and their steps)")
-    check_writable(ns.out)
-    print(f"comparing {ns.tuning.describe()}", flush=True)
-    ns.out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(ns.out / TUNING_RECORD, ns.tuning.record())  # for `compare report` to say it again
-    if (warning := mismatch(ns.tuning, options, ns.horovod_controller)) is not None:
+    check_writable(plan.out)
+    print(f"comparing {plan.tuning.describe()}", flush=True)
+    plan.out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(plan.out / TUNING_RECORD, plan.tuning.record())  # for `compare report` to say it again
+    if (warning := mismatch(plan.tuning, plan.options, plan.horovod_controller)) is not None:
         print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
-    design = start_design(ns) if sequential else clear_design(ns)
+    design = start_design(plan) if plan.sequential else clear_design(plan.out)
     planned = steps_of(first_round + later)
-    runner = Runner(ns, sum(planned))
+    runner = Runner(plan.timeout, sum(planned))
     runner.count = len(first_round) + len(later)
     started = time.monotonic()
     try:
@@ -220,60 +267,60 @@ def run_suite(ns: argparse.Namespace) -> int:
         if design is not None:
             # Until a later round has run, its time is guessed from round 1's, by the launches in each.
             per_launch = (time.monotonic() - started) / len(first_round)
-            per_round = per_launch * len(later_rounds(ns, options, range(2, 3)))
-            more_rounds(ns, options, design, runner, steps_of, started, per_round, ok)
+            per_round = per_launch * len(later_rounds(plan, range(2, 3)))
+            more_rounds(plan, design, runner, steps_of, started, per_round, ok)
     finally:
         runner.reporter.close()
     wall = time.monotonic() - started
-    runs = find_runs(ns.out / "runs") if (ns.out / "runs").is_dir() else []
+    runs = find_runs(plan.out / "runs") if (plan.out / "runs").is_dir() else []
     if not runs:
         print("python -m compare: no run finished a single seed: nothing to analyse", file=sys.stderr)
         return EXIT_RUN_FAILED
     if design is not None:
-        print(stop_line(design, [compare_speed(ws, runs, ns.warmup, design=design) for ws in sorted(set(ns.np))]),
-              flush=True)
-    return publish(ns.out, runs, ns, outcomes=runner.outcomes, wall_s=wall)
+        speeds = [compare_speed(ws, runs, plan.analysis.warmup, design=design) for ws in plan.world_sizes]
+        print(stop_line(design, speeds), flush=True)
+    return publish(plan.out, runs, plan, outcomes=runner.outcomes, wall_s=wall)
 
 
-def start_design(ns: argparse.Namespace) -> dict:
+def start_design(plan: ComparisonPlan) -> dict:
     """The sequential design, written beside the runs before the first launch (stale rounds removed: a
     longer earlier run's rounds would otherwise be counted)."""
-    runs = ns.out / "runs"
+    runs = plan.out / "runs"
     for stale in runs.glob("*-round*") if runs.is_dir() else ():
         shutil.rmtree(stale, ignore_errors=True)
-    design = {"sequential": True, "precision": ns.precision, "time_budget_s": ns.time_budget,
-              "first_look": ns.repeats, "looks": "after --repeats rounds, then after every second round",
+    design = {"sequential": True, "precision": plan.precision, "time_budget_s": plan.time_budget,
+              "first_look": plan.repeats, "looks": "after --repeats rounds, then after every second round",
               "confidence": CONFIDENCE, "method": METHOD, "mixture_c": MIXTURE_C, "stopped": None, "rounds": None}
     runs.mkdir(parents=True, exist_ok=True)
     write_json_atomic(runs / SEQUENTIAL_RECORD, design)
     return design
 
 
-def clear_design(ns: argparse.Namespace) -> None:
+def clear_design(out: Path) -> None:
     """A fixed number of rounds: an earlier sequential run's design must not apply to these runs."""
-    (ns.out / "runs" / SEQUENTIAL_RECORD).unlink(missing_ok=True)
+    (out / "runs" / SEQUENTIAL_RECORD).unlink(missing_ok=True)
 
 
-def more_rounds(ns: argparse.Namespace, options: Options, design: dict, runner: Runner, steps_of,
+def more_rounds(plan: ComparisonPlan, design: dict, runner: Runner, steps_of: Callable[[list[Launch]], list[int]],
                 started: float, per_round: float, ok: bool) -> None:
     """Rounds 2..--repeats one by one, then in whole pairs (A B, B A), until the anytime-valid interval is
     within --precision at every world size, the next round(s) would overrun --time-budget, or a launch
     failed; record which. The interval is looked at from round --repeats on, after every pair."""
     number = 1
     while True:
-        look = number >= ns.repeats and design["precision"] is not None
-        speeds = ([compare_speed(ws, find_runs(ns.out / "runs"), ns.warmup, design=design)
-                   for ws in sorted(set(ns.np))] if look else [])
+        look = number >= plan.repeats and design["precision"] is not None
+        speeds = ([compare_speed(ws, find_runs(plan.out / "runs"), plan.analysis.warmup, design=design)
+                   for ws in plan.world_sizes] if look else [])
         # looks after whole pairs, so that drift and order effects cancel
-        size = 1 if number < ns.repeats or number % 2 else 2
+        size = 1 if number < plan.repeats or number % 2 else 2
         if look and all(s and s["sequential"]["reached"] for s in speeds):
             stopped = "precision"
         elif not ok:
             stopped = "failed"
-        elif time.monotonic() - started + size * per_round > ns.time_budget:
+        elif time.monotonic() - started + size * per_round > plan.time_budget:
             stopped = "budget"
         else:
-            batch = later_rounds(ns, options, range(number + 1, number + size + 1))
+            batch = later_rounds(plan, range(number + 1, number + size + 1))
             planned = steps_of(batch)
             runner.count += len(batch)
             runner.reporter.total += sum(planned)
@@ -283,7 +330,7 @@ def more_rounds(ns: argparse.Namespace, options: Options, design: dict, runner: 
             number += size
             continue
         design.update(stopped=stopped, rounds=number, elapsed_s=round(time.monotonic() - started, 1))
-        write_json_atomic(ns.out / "runs" / SEQUENTIAL_RECORD, design)
+        write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         return
 
 
@@ -351,9 +398,9 @@ def precision(text: str) -> float:
 
 
 def main(ns: argparse.Namespace) -> int:
-    check_analysis(ns)
-    ns.targets = resolve_targets(ns.target, ns.workload)  # before anything launches: a bad one is exit 2
-    if ns.targets and ns.sweep_model_size:
+    analysis = analysis_settings(ns)
+    targets = resolve_targets(ns.target, ns.workload)  # before anything launches: a bad one is exit 2
+    if targets and ns.sweep_model_size:
         raise UsageError("--target applies to a comparison, not to --sweep-model-size")
     if ns.repeats is not None and ns.repeats < 1:
         raise UsageError(f"--repeats must be a positive integer, got {ns.repeats}")
@@ -364,6 +411,5 @@ def main(ns: argparse.Namespace) -> int:
     if (ns.precision is not None or ns.time_budget is not None) and set(ns.frameworks) != set(FRAMEWORKS):
         raise UsageError("--precision and --time-budget need both frameworks: they narrow the Horovod/DDP ratio")
     if ns.sweep_model_size:
-        return run_sweep(ns)
-    ns.repeats = ns.repeats or DEFAULT_ROUNDS
-    return run_suite(ns)
+        return run_sweep(sweep_plan(ns))
+    return run_suite(plan(ns, analysis, targets))

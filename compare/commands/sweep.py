@@ -12,7 +12,8 @@ import argparse
 import shutil
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from compare.analysis.records import find_runs, jsonable
 from compare.analysis.speed import crossover, sweep_points
@@ -34,7 +35,20 @@ SWEEP_ROUNDS = 2
 SWEEP_PLOT = "model_size_sweep.png"
 
 
-def sweep_launches(ns: argparse.Namespace) -> list[Launch]:
+@dataclass(frozen=True)
+class SweepPlan:
+    """The sweep's launches, in the order they run, and what running and reporting them needs."""
+
+    launches: tuple[Launch, ...]
+    world_size: int  # the largest --np: every launch's
+    out: Path
+    timeout: float
+    warmup: int
+
+
+def sweep_plan(ns: argparse.Namespace) -> SweepPlan:
+    if set(ns.frameworks) != set(FRAMEWORKS):
+        raise UsageError("--sweep-model-size compares the two frameworks: leave --frameworks at both")
     options = options_from_namespace(ns)
     if options.workload != "mlp":
         raise UsageError("--sweep-model-size sweeps the mlp workload's width: leave --workload at mlp")
@@ -45,8 +59,8 @@ def sweep_launches(ns: argparse.Namespace) -> list[Launch]:
         raise UsageError(f"--sweep-widths must be positive, got {','.join(map(str, ns.sweep_widths))}")
     base = replace(options, seeds=(ns.seed if ns.seeds is None else ns.seeds[0],), steps=options.steps or SWEEP_STEPS)
     validate(base)
-    tuning = ns.tuning = load_tuning(getattr(ns, "tuned", None))
-    private = getattr(ns, "network", "host") != "host" and private_network_available()
+    tuning = load_tuning(ns.tuned)
+    private = ns.network != "host" and private_network_available()
     rounds = ns.repeats or SWEEP_ROUNDS
     launches = []
     for number in range(1, rounds + 1):
@@ -60,15 +74,13 @@ def sweep_launches(ns: argparse.Namespace) -> list[Launch]:
                                              ns.out / "sweep" / f"{framework}-w{width}-round{number}",
                                              horovod_controller=ns.horovod_controller, launcher=ns.launcher,
                                              extra_env=tuning.env.get(framework), private_network=private))
-    return launches
+    return SweepPlan(tuple(launches), world_size, ns.out, ns.timeout, ns.warmup)
 
 
-def run_sweep(ns: argparse.Namespace) -> int:
-    if set(ns.frameworks) != set(FRAMEWORKS):
-        raise UsageError("--sweep-model-size compares the two frameworks: leave --frameworks at both")
-    launches = sweep_launches(ns)
-    check_writable(ns.out)
-    shutil.rmtree(ns.out / "sweep", ignore_errors=True)  # this tool's own output: no stale records
+def run_sweep(plan: SweepPlan) -> int:
+    launches, out = plan.launches, plan.out
+    check_writable(out)
+    shutil.rmtree(out / "sweep", ignore_errors=True)  # this tool's own output: no stale records
     steps = int(_option(launches[0], "--steps"))
     reporter = ProgressReporter(steps * len(launches))
     started = time.monotonic()
@@ -76,7 +88,7 @@ def run_sweep(ns: argparse.Namespace) -> int:
     try:
         for index, launch in enumerate(launches, 1):
             reporter.begin(launch.label + f" width {_option(launch, '--hidden')}", index, len(launches))
-            outcome = run_launch(launch, ns.timeout,
+            outcome = run_launch(launch, plan.timeout,
                                  on_poll=lambda launch=launch: reporter.update(steps_done(launch.run_root,
                                                                                           launch.seeds)))
             reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
@@ -85,17 +97,17 @@ def run_sweep(ns: argparse.Namespace) -> int:
                 print(f"--- last lines of {launch.log_path} ---\n{outcome.log_tail}\n---", file=sys.stderr, flush=True)
     finally:
         reporter.close()
-    runs = find_runs(ns.out / "sweep") if (ns.out / "sweep").is_dir() else []
-    points = sweep_points(runs, ns.warmup)
+    runs = find_runs(out / "sweep") if (out / "sweep").is_dir() else []
+    points = sweep_points(runs, plan.warmup)
     if not points:
         print("python -m compare: no sweep launch finished: nothing to plot", file=sys.stderr)
         return EXIT_RUN_FAILED
     cross = crossover(points)
-    result = {"world_size": max(ns.np), "steps": steps, "warmup": ns.warmup, "points": points,
+    result = {"world_size": plan.world_size, "steps": steps, "warmup": plan.warmup, "points": points,
               "crossover_bytes": cross, "wall_s": round(time.monotonic() - started, 1),
               "commands": [launch.shell_line() for launch in launches]}
-    write_json_atomic(ns.out / "sweep.json", jsonable(result))
-    plot = plot_size_sweep(points, cross, ns.out / SWEEP_PLOT)
+    write_json_atomic(out / "sweep.json", jsonable(result))
+    plot = plot_size_sweep(points, cross, out / SWEEP_PLOT)
     headers = ["mlp width", "gradient", "Horovod median ms", "DDP median ms", "Horovod/DDP ratio",
                "95% CI", "rounds"]
     rows = [[str(p["hidden"]), size_text(p["gradient_bytes"]), ms(p["horovod_median_s"]), ms(p["ddp_median_s"]),
@@ -103,17 +115,17 @@ def run_sweep(ns: argparse.Namespace) -> int:
              ", ".join(f"{r:.2f}" for r in p["round_ratios"])] for p in points]
     where = (f"the ratio crosses 1 near {size_text(cross)} of gradient" if cross else
              "the ratio does not cross 1 over these sizes")
-    blocks = [Heading(1, f"Horovod vs DDP as the gradient grows (np {max(ns.np)})"),
+    blocks = [Heading(1, f"Horovod vs DDP as the gradient grows (np {plan.world_size})"),
               Para(f"{where}. A ratio above 1: DDP is faster. Per width: the median step time of each launch "
-                   f"after {ns.warmup} warm-up steps; the ratio is the geometric mean over rounds, with a t "
+                   f"after {plan.warmup} warm-up steps; the ratio is the geometric mean over rounds, with a t "
                    "interval (which needs at least 2 rounds)."),
               Table(headers, rows)]
     if plot:
         blocks.append(Para(f"![Horovod/DDP step-time ratio against gradient size]({plot.name})"))
-    write_atomic(ns.out / "sweep.md", render_markdown(blocks))
+    write_atomic(out / "sweep.md", render_markdown(blocks))
     print(text_table(headers, rows))
     print(f"\n{where}")
-    print(f"sweep: {ns.out / 'sweep.md'}  (also sweep.json{', ' + SWEEP_PLOT if plot else ''})")
+    print(f"sweep: {out / 'sweep.md'}  (also sweep.json{', ' + SWEEP_PLOT if plot else ''})")
     return EXIT_RUN_FAILED if failed else EXIT_OK
 
 
