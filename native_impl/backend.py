@@ -15,7 +15,6 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.distributed.algorithms.join import Join
-from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from workload.backend import Backend, ReduceOp
@@ -102,6 +101,10 @@ class DDPBackend(Backend):
                                                 start_powerSGD_iter=2)
             ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
         if options.zero:
+            # Imported only when asked for: torch.distributed.optim loads FSDP and DTensor, about a second of
+            # every worker's start-up on this CPU.
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+
             optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=type(optimizer),
                                                 **optimizer.defaults)
             # Each rank's shard, as its local optimizer holds it: the one line that shows the state is sharded.
@@ -118,11 +121,11 @@ class DDPBackend(Backend):
         return contextlib.nullcontext() if sync else model.no_sync()
 
     def join(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> contextlib.AbstractContextManager:
-        joinables = [model, *([optimizer] if isinstance(optimizer, ZeroRedundancyOptimizer) else [])]
+        joinables = [model, *([optimizer] if self.options.zero else [])]  # ZeroRedundancyOptimizer joins too
         return Join(joinables)  # shadows the others' collectives once this rank is out of batches
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict | None:
-        if isinstance(optimizer, ZeroRedundancyOptimizer):  # sharded: gather it on rank 0 first
+        if self.options.zero:  # ZeroRedundancyOptimizer, sharded: gather it on rank 0 first
             optimizer.consolidate_state_dict(to=0)
             return optimizer.state_dict() if self.rank == 0 else None
         return optimizer.state_dict()
