@@ -189,19 +189,6 @@ def test_no_equivalent_is_one_clear_line(tmp_path, horovod_built, module, args, 
     assert result.stderr.strip().count("\n") == 0 and message in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("writer,reader", [("horovod", "ddp"), ("ddp", "horovod")])
-def test_checkpoint_resumes_across_frameworks(tmp_path, horovod_built, writer, reader):
-    launch = {"horovod": lambda *a: horovodrun(2, "gloo", *a), "ddp": lambda *a: torchrun(2, *a)}
-    job = [*JOB, "--optimizer", "adamw", "--weight-decay", "0.01"]  # state that matters: AdamW moments
-    ok(launch[reader](*job, "--out", str(tmp_path / "full")))
-    ok(launch[writer](*job, "--steps", "10", "--checkpoint-every", "5", "--out", str(tmp_path / "part")))
-    checkpoint = tmp_path / "part" / "checkpoint.pt"
-    ok(launch[reader](*job, "--resume", str(checkpoint), "--out", str(tmp_path / "resumed")))
-    full, resumed = read_losses(tmp_path / "full"), read_losses(tmp_path / "resumed")
-    assert read_meta(tmp_path / "resumed")["resumed_from_step"] == 10
-    assert len(resumed) == 14 and resumed == full[10:]  # exactly the uninterrupted curve from step 11
-
-
 def test_resume_in_the_same_directory_keeps_the_whole_record(tmp_path):
     job = [*JOB, "--checkpoint-every", "8"]
     ok(torchrun(2, *job, "--steps", "12", "--out", str(tmp_path)))
@@ -226,12 +213,22 @@ def test_profile_writes_traces_and_timeline(tmp_path, horovod_built):
             assert trace["traceEvents"]
 
 
-@pytest.mark.timeout(1200)
-def test_matrix_command(tmp_path, horovod_built):
-    out = tmp_path / "matrix"
+MATRIX_HALF = 6  # compare matrix --steps 12 checkpoints its resume runs half way
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory, horovod_built):
+    """compare matrix on the user's own model (the example plug-in), three rows and the baseline. Its resume
+    row is also the cross-framework checkpoint test below: one launch set serves both."""
+    out = tmp_path_factory.mktemp("matrix") / "matrix"
     result = run([sys.executable, "-m", "compare", "matrix", "--steps", "12", "--only", "ZeRO,resume,SyncBatchNorm",
                   "--workload", "examples/digits_cnn.py:make_workload", "--out", str(out)], timeout=1100)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    return out, result
+
+
+def test_matrix_command(matrix):
+    out, result = matrix
     matrix = json.loads((out / "matrix.json").read_text())
     assert matrix["base_options"]["workload"] == "examples/digits_cnn.py:make_workload"  # the user's own model
     verdicts = {row["feature"]: row["verdict"] for row in matrix["rows"]}
@@ -245,6 +242,19 @@ def test_matrix_command(tmp_path, horovod_built):
     for index, line in enumerate(lines):
         if line.startswith("[") and "] " in line:
             assert lines[index + 1].startswith("    "), f"no verdict under {line!r}"
+
+
+@pytest.mark.parametrize("writer,reader", [("horovod", "ddp"), ("ddp", "horovod")])
+def test_checkpoint_resumes_across_frameworks(matrix, writer, reader):
+    """A checkpoint one framework wrote half way, resumed by the other: the uninterrupted curve of the reader
+    (the matrix's baseline) from the next step on. SGD's momentum buffers are state that matters: a resume
+    that dropped them would part from the curve at once."""
+    out, _ = matrix
+    resumed_dir = out / "checkpoint-and-resume--across-frameworks" / f"{writer}-to-{reader}"
+    full, resumed = read_losses(out / "plain-data-parallel--baseline" / reader), read_losses(resumed_dir)
+    assert read_meta(resumed_dir)["resumed_from_step"] == MATRIX_HALF
+    assert len(resumed) == len(full) - MATRIX_HALF
+    assert stepwise(full[MATRIX_HALF:], resumed, rtol=1e-5).passed, (full[MATRIX_HALF:], resumed)
 
 
 @pytest.mark.timeout(1200)
