@@ -15,7 +15,8 @@ ensure-setup:
 compare: ensure-setup
 	$(PY) -m compare run --out $(OUT)
 
-# Two stages (scripts/test.sh): the tests that start no launcher in parallel, then the launches one at a time.
+# Three stages (scripts/test.sh): the tests that start no launcher in parallel, the launches two test files at a
+# time, then the launch tests whose verdicts read the machine's load one at a time.
 test: ensure-setup
 	PY=$(PY) bash scripts/test.sh
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The test suite in three stages (make test):
 #   1. the tests that start no launcher, in parallel on every core (pytest-xdist);
-#   2. the launch tests whose outcome does not depend on the machine being idle, one at a time by default.
-#      LAUNCH_WORKERS=2 runs two test files at a time (--dist loadfile keeps a file's module-scoped launches
-#      in one worker, so each runs once): measured 1.4x faster on 2 cores (the launches are CPU-bound), but
-#      it exposed timing races in tests that assume an unloaded machine, so it is not the default yet;
+#   2. the launch tests whose outcome does not depend on the machine being idle, two test files at a time
+#      (--dist loadfile keeps a file's module-scoped launches in one worker, so each runs once): about 1.4x
+#      faster than one at a time on 2 cores, the launches being CPU-bound. LAUNCH_WORKERS=1 runs them one at
+#      a time (or more workers on a bigger machine);
 #   3. the launch tests marked `serial` (speed verdicts, contention, benchmarks), one at a time.
 # All stages run even when one fails; the exit status is the worst. Each stage prints its 20 slowest tests
 # and its total time, and writes every test's time to results/tests/stage-N.xml (JUnit), the figures to
@@ -12,7 +12,7 @@
 set -uo pipefail
 PY=${PY:-.venv/bin/python}
 workers=${TEST_WORKERS:-$(env -u OMP_NUM_THREADS nproc)}
-launch_workers=${LAUNCH_WORKERS:-1}
+launch_workers=${LAUNCH_WORKERS:-2}
 status=0
 number=0
 mkdir -p results/tests
