@@ -200,11 +200,25 @@ def test_the_plugin_trains_alike_under_every_launcher(plugin_runs):
 
 
 @pytest.mark.slow
-def test_compare_run_takes_a_plugin_and_names_it(tmp_path):
+@pytest.mark.parametrize("spawned,cli,launcher", [("ddp-spawn", "torchrun", "spawn"),
+                                                  ("hvd-spawn", "horovodrun", "horovod.run")])
+def test_spawn_matches_command_line_launch(plugin_runs, spawned, cli, launcher):
+    """Launched from Python (torch.multiprocessing.spawn, horovod.run): the same record as under the command
+    line launcher, and exactly the same losses."""
+    meta = read_meta(plugin_runs[spawned])
+    assert (meta["status"], meta["launcher"], meta["backend"], meta["world_size"]) == ("ok", launcher, "gloo", 2)
+    assert read_losses(plugin_runs[spawned]) == read_losses(plugin_runs[cli])  # exactly
+
+
+@pytest.mark.slow
+def test_compare_run_takes_a_plugin_and_names_it_launched_from_python(tmp_path):
+    """compare run with the user's own model, its workers started from Python (--launcher spawn)."""
     out = tmp_path / "cmp"
     result = ok(run([sys.executable, "-m", "compare", "run", "--workload", EXAMPLE, "--np", "2", "--seeds", "0",
-                     "--repeats", "1", *SMALL, "--out", str(out)], timeout=600))
+                     "--repeats", "1", "--launcher", "spawn", *SMALL, "--out", str(out)], timeout=600))
     assert re.search(r"parity:? holds", result.stdout), result.stdout
     metas = [read_meta(p.parent) for p in (out / "runs").rglob("run.json")]
     assert {m["framework"] for m in metas} == {"horovod", "ddp"}
     assert all(m["options"]["workload"] == EXAMPLE and m["workload"]["kind"] == "plug-in" for m in metas)
+    assert read_meta(out / "runs" / "ddp-np2")["launcher"] == "spawn"
+    assert read_meta(out / "runs" / "horovod-np2")["launcher"] == "horovod.run"

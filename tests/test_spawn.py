@@ -1,6 +1,7 @@
 """Launching from Python: torch.multiprocessing.spawn for DDP, horovod.run for Horovod.
 
-The same training and the same run record as under torchrun / horovodrun, and exactly the same losses.
+The same training and the same run record as under torchrun / horovodrun, and exactly the same losses: that,
+and `compare run --launcher spawn`, are tested on the plug-in's runs under every launcher (tests/test_own_job.py).
 """
 
 from __future__ import annotations
@@ -9,26 +10,11 @@ import statistics
 import sys
 
 import pytest
-from helpers import horovodrun, ok, read_losses, read_meta, read_steps, run, torchrun
+from helpers import horovodrun, ok, read_losses, read_meta, read_steps, run
 
 pytestmark = pytest.mark.slow
 JOB = ["--workload", "mlp", "--steps", "12", "--batch-size", "16", "--dataset-size", "512", "--seed", "3",
        "--log-every", "4"]
-
-
-@pytest.mark.parametrize("module,launcher,backend", [
-    ("native_impl", "spawn", "gloo"),
-    ("hvd_impl", "horovod.run", "gloo"),
-])
-def test_spawn_matches_command_line_launch(tmp_path, horovod_built, module, launcher, backend):
-    ok(run([sys.executable, "-m", module, "--spawn", "2", *JOB, "--out", str(tmp_path / "spawn")]))
-    meta = read_meta(tmp_path / "spawn")
-    assert (meta["status"], meta["launcher"], meta["backend"], meta["world_size"]) == ("ok", launcher, backend, 2)
-    if module == "hvd_impl":
-        ok(horovodrun(2, "gloo", *JOB, "--out", str(tmp_path / "cli")))
-    else:
-        ok(torchrun(2, *JOB, "--out", str(tmp_path / "cli")))
-    assert read_losses(tmp_path / "spawn") == read_losses(tmp_path / "cli")  # exactly
 
 
 def test_horovod_run_steps_within_noise_of_horovodrun(tmp_path, horovod_built):
@@ -85,12 +71,3 @@ print(hvd_train(Options(**{{**options.__dict__, "out": Path({str(tmp_path / 'hvd
     for side in ("ddp", "hvd"):
         assert read_meta(tmp_path / side / "seed-1")["status"] == "ok"
     assert read_losses(tmp_path / "ddp" / "seed-0") == read_losses(tmp_path / "hvd" / "seed-0")
-
-
-def test_compare_with_python_launch(tmp_path, horovod_built):
-    out = tmp_path / "cmp"
-    result = ok(run([sys.executable, "-m", "compare", "run", "--launcher", "spawn", "--np", "2", "--seeds", "0",
-                     "--reference", "off", "--repeats", "1", *JOB[:8], "--out", str(out)]))
-    assert "parity holds (" in result.stdout
-    assert read_meta(out / "runs" / "ddp-np2")["launcher"] == "spawn"
-    assert read_meta(out / "runs" / "horovod-np2")["launcher"] == "horovod.run"
