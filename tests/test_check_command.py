@@ -28,7 +28,7 @@ def test_check_passes_on_reduction_order_noise(tmp_path):
     noisy = [(2.3 - 0.01 * i) * (1 + 1e-7 * (-1) ** i) for i in range(30)]
     result = compare("check", *_pair(tmp_path, noisy))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "parity holds" in result.stdout
+    assert "parity holds" in result.stdout and "note: no --calibration" not in result.stdout
 
 
 def test_check_fails_on_divergence_and_names_the_step(tmp_path):
@@ -36,6 +36,11 @@ def test_check_fails_on_divergence_and_names_the_step(tmp_path):
     result = compare("check", *_pair(tmp_path, diverging))
     assert result.returncode == 1
     assert "diverges at step 4" in result.stdout
+    # Without a calibration the default band decided: the check says how far that goes (docs/parity.md).
+    assert "note: no --calibration" in result.stdout
+    calibrated = compare("check", *_pair(tmp_path, diverging), "--calibration", str(tmp_path / "a" / "seed-0"),
+                         str(tmp_path / "a" / "seed-0"))
+    assert calibrated.returncode == 1 and "note: no --calibration" not in calibrated.stdout, calibrated.stdout
 
 
 def test_check_reports_a_failed_run(tmp_path):
