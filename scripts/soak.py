@@ -2,7 +2,7 @@
 """Soak the orchestration: many short jobs through compare's launch code, and nothing may be left behind.
 
 Every job is launched the way `python -m compare run` and `python -m compare faults` launch theirs
-(compare.launch.commands.build_launch / recovery_launch, then compare.launch.process.run_launch with its time limit
+(compare.launch.lines.build_launch / recovery_launch, then compare.launch.process.run_launch with its time limit
 and its kill of the whole process tree). The jobs cycle deterministically through launcher setups
 (torchrun, torchrun --max-restarts with --auto-resume, horovodrun --gloo, horovodrun --mpi, elastic
 horovodrun) and scenarios (a clean run, a worker SIGKILLed, a worker exiting 13, a worker SIGSTOPped).
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: compare/ and workload/ live in the repository root
     sys.path.insert(0, str(ROOT))
 
-from compare.launch.commands import (  # noqa: E402
+from compare.launch.lines import (  # noqa: E402
     Launch,
     build_launch,
     private_network_available,

@@ -94,7 +94,7 @@ def test_launch_timeout_kills_the_whole_tree(tmp_path, framework):
     controller): a hung job past --timeout leaves no process behind."""
     import psutil
 
-    from compare.launch.commands import build_launch
+    from compare.launch.lines import build_launch
     from compare.launch.process import run_launch
     from workload.options import Options
 
@@ -136,7 +136,7 @@ def test_an_abort_in_teardown_after_the_record_is_not_a_failure(tmp_path, when):
     """PyTorch's Gloo teardown race (docs/fault-tolerance.md) aborts a worker as its interpreter exits, about
     once in hundreds of launches on a loaded machine: too rare to wait for, so a worker aborts here with the
     same message at the same point, through torchrun. Before the record is complete it stays a failure."""
-    from compare.launch.commands import Launch, launch_env, torchrun
+    from compare.launch.lines import Launch, launch_env, torchrun
     from compare.launch.process import run_launch
 
     script = tmp_path / "aborting.py"

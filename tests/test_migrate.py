@@ -16,7 +16,7 @@ import torch
 from helpers import ROOT, ok, run, tool
 
 from compare.__main__ import main as compare_main
-from compare.launch.commands import torchrun
+from compare.launch.lines import torchrun
 from compare.migrate import migrate_source
 from compare.migrate.launch_line import torchrun_lines
 from compare.migrate.migration_report import map_lines, place_changes

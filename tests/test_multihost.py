@@ -293,7 +293,7 @@ def test_horovod_gloo_works_when_its_name_is_loopback(debian_hosts, tmp_path_fac
 def failing_launch(hosts: Hosts, ssh: Ssh, out: Path, env: dict[str, str]):
     """A two-host Horovod launch, as compare's launch code runs it, whose rank 1 (host 2) stops itself at
     step 3: rank 0 fails after its 5 s collective timeout, horovodrun ends, and rank 1 is left stopped."""
-    from compare.launch.commands import Launch
+    from compare.launch.lines import Launch
 
     slots = ",".join(f"{host.address}:1" for host in hosts.hosts)
     command = hosts[0].command([tool("horovodrun"), "-np", "2", "-H", slots, "--gloo", "--network-interfaces", IFACE,

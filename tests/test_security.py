@@ -76,7 +76,7 @@ def test_compare_run_in_a_private_network_exposes_no_socket(tmp_path, horovod_bu
     """compare run's default on a machine that allows it (root): every launch in a loopback-only network
     namespace, so even the servers that bind every interface (torchrun's store, Horovod's driver) are out
     of reach. With --network host the same watch sees them: the check can fail."""
-    from compare.launch.commands import private_network_available
+    from compare.launch.lines import private_network_available
 
     if network == "private" and not private_network_available() and not os.environ.get("CI"):
         pytest.skip("network namespaces need root, unshare and ip")

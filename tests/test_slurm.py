@@ -224,12 +224,12 @@ def test_ranks_spread_evenly_over_the_nodes():
                              'export MASTER_ADDR="$head_addr"']),
 ])
 def test_batch_script_for_each_form(tmp_path, framework, horovod_form, ddp_form, expected):
-    from compare.launch.slurm import SlurmSettings, build_launch
+    from compare.launch.slurm import SlurmSettings, build_slurm_job
     from workload.options import Options
 
     settings = SlurmSettings(nodes=2, partition="gpu", time_min=7, sbatch_args=("--account=ml",),
                              horovod_form=horovod_form, ddp_form=ddp_form)
-    launch = build_launch(framework, 4, Options(steps=30, threads=3), tmp_path / "run", settings)
+    launch = build_slurm_job(framework, 4, Options(steps=30, threads=3), tmp_path / "run", settings)
     text = launch.script
     for line in [*expected, "#SBATCH --nodes=2", "#SBATCH --partition=gpu", "#SBATCH --time=7",
                  f"#SBATCH --output={tmp_path / 'run' / 'launch.log'}", " OMP_NUM_THREADS=3 "]:

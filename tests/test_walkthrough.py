@@ -124,8 +124,10 @@ def test_progress_after_a_failed_launch_says_no_time_left(capsys):
 
 
 def test_matrix_judges_evaluations_and_every_step_past_the_join(tmp_path):
+    from compare.analysis.matrix import judge_feature
     from compare.analysis.records import load_run
-    from compare.commands.matrix import FEATURES, judge
+    from compare.commands.matrix import FEATURES
+    from compare.render.matrix import feature_row
 
     baseline = FEATURES[0]
     uneven = next(f for f in FEATURES if f.name == "uneven inputs")
@@ -138,14 +140,17 @@ def test_matrix_judges_evaluations_and_every_step_past_the_join(tmp_path):
         b = write_run(tmp_path / name / "b", framework="ddp", world_size=2, seed=0, losses=b_losses, evals=b_evals)
         return load_run(a), load_run(b)
 
-    assert judge(baseline, *pair("same", losses, same_eval), warmup=5, rtol=1e-5).verdict == "parity holds"
-    row = judge(baseline, *pair("eval", losses, other_eval), warmup=5, rtol=1e-5)
-    assert row.verdict == "parity fails" and "the evaluation at step 40 differs" in row.detail
-    assert judge(uneven, *pair("late", late, same_eval), warmup=5, rtol=1e-5).verdict == "parity fails"
+    def row(feature, name, b_losses, b_evals):
+        return feature_row(judge_feature(feature, *pair(name, b_losses, b_evals), warmup=5, rtol=1e-5))
+
+    assert row(baseline, "same", losses, same_eval).verdict == "parity holds"
+    failing = row(baseline, "eval", losses, other_eval)
+    assert failing.verdict == "parity fails" and "the evaluation at step 40 differs" in failing.detail
+    assert row(uneven, "late", late, same_eval).verdict == "parity fails"
 
 
 def test_faults_expected_failure_is_not_a_failure():
-    from compare.commands.faults import EXPECTED_NOT_TO_RECOVER, FaultResult
+    from compare.analysis.faults import EXPECTED_NOT_TO_RECOVER, FaultResult
 
     assert ("horovod", "hang") in EXPECTED_NOT_TO_RECOVER
     expected = FaultResult("horovod", "hang", recovered=False, launch="timed out",

@@ -51,7 +51,7 @@ from compare.analysis.bench import (
 )
 from compare.analysis.records import RecordError, jsonable, load_run
 from compare.analysis.timing import breakdown, measured
-from compare.launch.commands import Launch, benchmark_launch, build_launch
+from compare.launch.lines import Launch, benchmark_launch, build_launch
 from compare.launch.process import Outcome, run_launch
 from compare.names import EXIT_OK, EXIT_RUN_FAILED
 from compare.render.bench import markdown, terminal_summary

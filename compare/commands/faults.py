@@ -5,6 +5,9 @@ last checkpoint (--auto-resume). Horovod recovers the way elastic Horovod does i
 roll back to the last state.commit() and go on at the new size. Per scenario: did it recover, how long
 from the fault to the next completed step, how many steps were lost, and how the final loss compares
 with an uninterrupted run of the same framework.
+
+The launches are here; each scenario's outcome is judged by compare/analysis/faults.py and tabulated by
+compare/render/faults.py.
 """
 
 from __future__ import annotations
@@ -14,75 +17,24 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from compare.analysis.parity import stepwise
-from compare.analysis.records import RecordError, RunRecord, load_run
+from compare.analysis.faults import EXPECTED_NOT_TO_RECOVER, FAULT_RANK, FAULT_STEP, FaultResult, judge_fault
+from compare.analysis.records import RecordError, load_run
 from compare.commands.arguments import DEFAULTS, word_list
-from compare.launch.commands import recovery_launch
+from compare.launch.lines import recovery_launch
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
 from compare.names import EXIT_OK, EXIT_RUN_FAILED
-from compare.render.blocks import Heading, Para, Table, num, render_markdown
+from compare.render.blocks import render_markdown
+from compare.render.faults import fault_table, faults_markdown
 from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options
 
 SCENARIOS = ("kill", "exit", "hang")
-FAULT_STEP, FAULT_RANK = 13, 1
-# Scenarios a framework is known not to recover from (docs/fault-tolerance.md): reported, not a failure.
-EXPECTED_NOT_TO_RECOVER = {
-    ("horovod", "hang"): "elastic Horovod waits for a stopped worker, which never exits; only the launch's time "
-                         "limit ends it (docs/fault-tolerance.md)",
-}
 HEARTBEAT_S = 30  # a line this often while a launch runs, so that a long wait shows what it waits for
-
-
-@dataclass
-class FaultResult:
-    framework: str
-    scenario: str
-    recovered: bool
-    launch: str  # what the launcher said
-    seconds_to_next_step: float | None = None
-    steps_lost: int | None = None
-    final_loss: float | None = None
-    uninterrupted_final_loss: float | None = None
-    final_loss_rel_diff: float | None = None
-    curve_after_resume_identical: bool | None = None
-    world_sizes: list[int] | None = None
-    log: str = ""
-    expected_failure: str | None = None  # why this framework is known not to recover here
-
-    @property
-    def as_expected(self) -> bool:
-        return self.recovered or self.expected_failure is not None
-
-
-def judge(framework: str, scenario: str, faulty: RunRecord | None, clean: RunRecord, launch_text: str,
-          fault_time: float | None, log: str) -> FaultResult:
-    """Pure: the outcome of one scenario from its records."""
-    result = FaultResult(framework, scenario, recovered=False, launch=launch_text, log=log,
-                         uninterrupted_final_loss=clean.final_loss,
-                         expected_failure=EXPECTED_NOT_TO_RECOVER.get((framework, scenario)))
-    if faulty is None or not faulty.ok:
-        return result
-    steps = faulty.steps
-    result.recovered = len(steps) == len(clean.steps)
-    result.final_loss = faulty.final_loss
-    result.final_loss_rel_diff = abs(faulty.final_loss - clean.final_loss) / abs(clean.final_loss)
-    result.world_sizes = faulty.meta.get("elastic_world_sizes")
-    if fault_time is not None:
-        after = [s for s in steps if s.get("wall_time", 0) > fault_time]
-        if after:
-            result.seconds_to_next_step = round(after[0]["wall_time"] - fault_time, 2)
-            result.steps_lost = FAULT_STEP - (after[0]["step"] - 1)
-    resumed = faulty.meta.get("resumed_from_step")
-    if resumed is not None:
-        tail = stepwise(clean.losses[resumed:], faulty.losses[resumed:], k=len(faulty.losses) - resumed)
-        result.curve_after_resume_identical = bool(tail.passed and tail.max_rel_diff == 0)
-    return result
 
 
 def run_faults(ns: argparse.Namespace) -> int:
@@ -122,8 +74,9 @@ def run_faults(ns: argparse.Namespace) -> int:
                 faulty = load_run(run_dir)
             except RecordError:
                 faulty = None
-            result = judge(framework, scenario, faulty, clean, outcome.describe(),
-                           marker.stat().st_mtime if marker.exists() else None, "" if outcome.ok else outcome.log_tail)
+            result = judge_fault(framework, scenario, faulty, clean, outcome.describe(),
+                                 marker.stat().st_mtime if marker.exists() else None,
+                                 "" if outcome.ok else outcome.log_tail)
             results.append(result)
             word = "recovered" if result.recovered else ("not recovered, as expected" if expected else "NOT recovered")
             print(f"  {word} ({outcome.describe()})", file=sys.stderr, flush=True)
@@ -149,29 +102,12 @@ def heartbeat(run_dir: Path, limit: float) -> Callable[[], None]:
     return beat
 
 
-FAULT_HEADERS = ["framework", "fault", "recovered", "s from fault to next step", "steps lost",
-                 "final loss (uninterrupted)", "rel. diff", "curve after resume identical", "world sizes"]
-
-
-def fault_table(results: list[FaultResult]) -> Table:
-    return Table(FAULT_HEADERS, [
-        ["Horovod (elastic)" if r.framework == "horovod" else "DDP (torchrun restarts)", r.scenario,
-         "yes" if r.recovered else ("no, as expected: " if r.expected_failure else "no: ") + r.launch,
-         num(r.seconds_to_next_step, ""), num(r.steps_lost, ""),
-         f"{num(r.final_loss, '.4f')} ({num(r.uninterrupted_final_loss, '.4f')})", num(r.final_loss_rel_diff, ".2g"),
-         num(r.curve_after_resume_identical, ""), num(r.world_sizes, "")] for r in results])
-
-
 def write_faults(out: Path, results: list[FaultResult], commands: list[str], ns: argparse.Namespace) -> None:
     write_json_atomic(out / "faults.json", {"schema_version": 1, "fault_step": FAULT_STEP, "fault_rank": FAULT_RANK,
                                             "interval": ns.interval, "collective_timeout": ns.collective_timeout,
                                             "results": [asdict(r) for r in results], "commands": commands})
-    blocks = [Heading(1, "Faults: Horovod vs DDP at np 2"),
-              Para(f"Rank {FAULT_RANK} fails after step {FAULT_STEP} of {ns.steps} (kill: SIGKILL; exit: exit status "
-                   f"13; hang: SIGSTOP); checkpoint/commit every {ns.interval} steps; collective timeout "
-                   f"{ns.collective_timeout:g} s. Regenerate with `python -m compare faults`."),
-              fault_table(results)]
-    write_atomic(out / "faults.md", render_markdown(blocks))
+    write_atomic(out / "faults.md", faults_markdown(results, steps=ns.steps, interval=ns.interval,
+                                                    collective_timeout=ns.collective_timeout))
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -1,7 +1,8 @@
 """python -m compare matrix: every training feature a Horovod user relies on, in its idiomatic form on each
 side, run at np 2 on a small workload and compared: parity, speed ratio, or why there is no comparison.
 
-Running (launches) is here; the verdict of a row is a pure function of its run records.
+The features and their launches are here; a row's verdict is a pure function of its run records
+(compare/analysis/matrix.py), put in words and the table by compare/render/matrix.py.
 """
 
 from __future__ import annotations
@@ -9,21 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from compare.analysis.judge import judge as judge_parity
-from compare.analysis.parity import MIN_OVERLAP, STEP_RTOL, Band, stepwise
+from compare.analysis.matrix import Feature, judge_feature, judge_resume
+from compare.analysis.parity import MIN_OVERLAP, STEP_RTOL
 from compare.analysis.records import RecordError, RunRecord, load_run
-from compare.analysis.timing import speed_ratio
 from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, word_list
-from compare.launch.commands import build_launch
+from compare.launch.lines import build_launch
 from compare.launch.process import run_launch
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED, FRAMEWORKS
-from compare.render.blocks import Heading, Para, Table, num, render_markdown
-from compare.render.verdicts import OUTCOME_WORDS, comparison_summary
+from compare.render.blocks import render_markdown
+from compare.render.matrix import Row, feature_row, matrix_markdown, matrix_table
 from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options
@@ -32,20 +29,7 @@ from workload.workloads import load_workload
 
 MATRIX_SCHEMA_VERSION = 1
 
-
-@dataclass(frozen=True)
-class Feature:
-    name: str
-    horovod_form: str
-    ddp_form: str
-    horovod_args: tuple[str, ...] = ()
-    ddp_args: tuple[str, ...] = ()
-    kind: str = "parity"  # parity | uneven | horovod-only | ddp-only | tuning | resume | profile | cuda-only
-    note: str = ""
-    horovod_controller: str = "gloo"
-    parity_expected: bool = True  # False: another algorithm on one side, the gap is information
-
-
+# The matrix's declaration: each feature in its idiomatic form on each side, and how it is judged.
 FEATURES: tuple[Feature, ...] = (
     Feature("plain data parallel (baseline)", "hvd.DistributedOptimizer + broadcast_parameters",
             "DistributedDataParallel"),
@@ -90,73 +74,6 @@ FEATURES: tuple[Feature, ...] = (
     Feature("profiling", "HOROVOD_TIMELINE", "torch.profiler (both sides)", ("--profile",), ("--profile",),
             kind="profile"),
 )
-
-
-@dataclass
-class Row:
-    feature: Feature
-    verdict: str  # "parity holds" | "parity fails" | "no equivalent" | "runs" | "CUDA only" | "failed: ..."
-    gap: float | None = None  # step-wise max relative loss difference
-    speed_ratio: float | None = None  # Horovod / DDP median step time
-    effect: dict = field(default_factory=dict)
-    detail: str = ""
-
-    def to_dict(self) -> dict:
-        f = self.feature
-        return {"feature": f.name, "horovod": f.horovod_form, "ddp": f.ddp_form, "kind": f.kind,
-                "verdict": self.verdict, "max_rel_diff": self.gap, "step_time_ratio_hvd_over_ddp": self.speed_ratio,
-                "effect": self.effect, "detail": self.detail, "note": f.note}
-
-
-# --- pure: a row's verdict from its records ------------------------------------------------------
-
-def median_step(run: RunRecord, warmup: int) -> float:
-    return float(np.median(run.step_times[warmup:])) if len(run.step_times) > warmup else float("nan")
-
-
-def judge(feature: Feature, hvd: RunRecord, ddp: RunRecord, *, warmup: int, rtol: float,
-          baseline: tuple[RunRecord, RunRecord] | None = None) -> Row:
-    ratio = speed_ratio(hvd.step_times[warmup:], ddp.step_times[warmup:])["step_time_ratio"]
-    if not feature.parity_expected:
-        result = stepwise(hvd.loss_by_step, ddp.loss_by_step, rtol=rtol)
-        return Row(feature, "no equivalent", gap=result.max_rel_diff, speed_ratio=ratio,
-                   detail=f"gap to the other side's plain run: {result.max_rel_diff:.2g} (expected: another algorithm)")
-    # The one judge of every verdict (compare/analysis/judge.py): the same job, every step by step number, and
-    # the evaluations (the trained models themselves), against the documented default band.
-    verdict = judge_parity({hvd.seed: hvd}, {ddp.seed: ddp}, band=Band("default", rtol=rtol),
-                           with_end_points=False, a_name="horovod", b_name="ddp")
-    seed = verdict.seeds[0]
-    gaps = [e.gap for e in seed.evals if e.metric == "eval_loss"]
-    row = Row(feature, OUTCOME_WORDS[verdict.outcome], gap=seed.losses.max_rel_diff, speed_ratio=ratio)
-    row.effect["eval_max_rel_diff"] = max(gaps, default=None)
-    if verdict.outcome != "holds":
-        row.detail = comparison_summary(verdict.to_dict())
-    if feature.kind == "uneven":
-        row.detail = "; ".join(filter(None, [row.detail, f"{seed.losses.n_common} steps and {len(seed.evals) // 2} "
-                                             f"evaluations compared, eval max rel diff {max(gaps, default=0):.2g}"]))
-    if feature.kind == "tuning" and baseline is not None:
-        row.effect |= {
-            "horovod_tuned_over_default": median_step(hvd, warmup) / median_step(baseline[0], warmup),
-            "ddp_tuned_over_default": median_step(ddp, warmup) / median_step(baseline[1], warmup),
-        }
-        row.detail = (f"step time tuned/default: Horovod {row.effect['horovod_tuned_over_default']:.2f}, "
-                      f"DDP {row.effect['ddp_tuned_over_default']:.2f}")
-    return row
-
-
-def judge_resume(feature: Feature, full: dict[str, RunRecord], resumed: dict[str, RunRecord], *,
-                 rtol: float) -> Row:
-    """Each resumed run (written by one framework, resumed by the other) against the uninterrupted run
-    of the framework that resumed it, from the checkpoint step on."""
-    gaps, details = [], []
-    for direction, run in resumed.items():
-        reader = run.framework
-        first = run.meta.get("resumed_from_step") or 0
-        result = stepwise(full[reader].loss_by_step, run.loss_by_step, band=Band("default", rtol=rtol, k=10**9))
-        gaps.append(result.max_rel_diff)
-        details.append(f"{direction}: from step {first + 1}, max rel diff {result.max_rel_diff:.2g}")
-    passed = all(g is not None and g <= rtol for g in gaps)
-    return Row(feature, "parity holds" if passed else "parity fails", gap=max(gaps), detail="; ".join(details))
 
 
 # --- processes ----------------------------------------------------------------------------------
@@ -235,7 +152,7 @@ def _feature_row(feature: Feature, root: Path, base: Options, ns: argparse.Names
     hvd = _launch("horovod", [*feature.horovod_args, *more], root / "horovod", base,
                   feature.horovod_controller, ns.timeout, commands)
     ddp = _launch("ddp", [*feature.ddp_args, *more], root / "ddp", base, "gloo", ns.timeout, commands)
-    row = judge(feature, hvd, ddp, warmup=ns.warmup, rtol=ns.rtol, baseline=baseline)
+    row = feature_row(judge_feature(feature, hvd, ddp, warmup=ns.warmup, rtol=ns.rtol, baseline=baseline))
     if feature.kind == "profile":
         files = sorted(p.name for side in FRAMEWORKS for p in (root / side).glob("*trace*"))
         timeline = (root / "horovod" / "horovod-timeline.json").exists()
@@ -254,20 +171,7 @@ def _resume_row(feature: Feature, root: Path, base: Options, full: dict[str, Run
         ckpt = part.path / "checkpoint.pt"
         resumed[f"{writer} -> {reader}"] = _launch(reader, ["--resume", str(ckpt)], root / f"{writer}-to-{reader}",
                                                    base, "gloo", ns.timeout, commands)
-    return judge_resume(feature, full, resumed, rtol=ns.rtol)
-
-
-MATRIX_HEADERS = ["feature", "Horovod", "DDP", "verdict", "max rel diff", "step time Horovod/DDP", "notes"]
-
-
-def matrix_table(rows: list[Row]) -> Table:
-    def fmt(value: float | None, spec: str) -> str:
-        return num(None if value is None or value != value else value, spec)
-
-    return Table(MATRIX_HEADERS, [
-        [row.feature.name, row.feature.horovod_form, row.feature.ddp_form, row.verdict, fmt(row.gap, ".2g"),
-         fmt(row.speed_ratio, ".2f"), "; ".join(part for part in (row.detail, row.feature.note) if part)]
-        for row in rows])
+    return feature_row(judge_resume(feature, full, resumed, rtol=ns.rtol))
 
 
 def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options) -> None:
@@ -277,15 +181,7 @@ def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options)
                 "rtol": STEP_RTOL, "rows": [row.to_dict() for row in rows], "commands": commands,
                 "machine": record_format.host_info()}
     write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
-    blocks = [Heading(1, "Feature matrix: Horovod vs DDP at np 2"),
-              Para(f"Workload: {base.workload}, {base.steps} steps, batch 16 per worker, seed {base.seeds[0]}, "
-                   "float32 on CPU. "
-                   f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps "
-                   "(every step for uneven inputs, which run past the join into a second epoch), and the "
-                   "evaluation metrics at each epoch's end within the same tolerance. "
-                   "Step time ratio > 1: Horovod slower. Regenerate with `python -m compare matrix`."),
-              matrix_table(rows)]
-    write_atomic(out / "matrix.md", render_markdown(blocks))
+    write_atomic(out / "matrix.md", matrix_markdown(rows, base))
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -31,7 +31,7 @@ from compare.commands.arguments import (
 from compare.commands.report import ReportInputs, publish
 from compare.commands.sweep import SWEEP_WIDTHS, run_sweep, sweep_plan
 from compare.launch import slurm
-from compare.launch.commands import Launch, build_launch, private_network_available
+from compare.launch.lines import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import Outcome, run_launch
 from compare.launch.slurm import SlurmSettings
@@ -218,7 +218,7 @@ class Runner:
         for index, (launch, steps) in enumerate(zip(launches, planned, strict=True), first + 1):
             shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
             self.reporter.begin(launch.label, index, self.count, planned_steps=steps)
-            runner = slurm.run_launch if slurm.is_slurm(launch) else run_launch
+            runner = slurm.run_slurm_job if slurm.is_slurm(launch) else run_launch
             outcome = runner(launch, self.timeout,
                              on_poll=lambda launch=launch: self.reporter.update(steps_done(launch.run_root,
                                                                                            launch.seeds)))

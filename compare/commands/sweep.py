@@ -17,7 +17,7 @@ from pathlib import Path
 
 from compare.analysis.records import find_runs, jsonable
 from compare.analysis.speed import crossover, sweep_points
-from compare.launch.commands import Launch, build_launch, private_network_available
+from compare.launch.lines import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
 from compare.launch.tuning import load_tuning

@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from compare.launch.commands import thread_env
+from compare.launch.lines import thread_env
 from workload.errors import UsageError
 from workload.options import Options, to_argv
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from compare.launch.commands import Launch
 from compare.launch.contention import ContentionSampler
+from compare.launch.lines import Launch
 from compare.launch.logs import TEARDOWN_NOTE, aborted_after_the_records, failing_rank, log_excerpt
 from compare.launch.remote_cleanup import stop_remote_workers
 from workload.files import write_json_atomic

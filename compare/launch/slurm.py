@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compare.launch.commands import thread_env
+from compare.launch.lines import thread_env
 from compare.launch.logs import failing_rank as launcher_failing_rank
 from compare.launch.logs import log_excerpt
 from compare.launch.process import Outcome, only_teardown_failed
@@ -59,7 +59,7 @@ def launch_maker(settings: SlurmSettings, timeout_s: float):
 
     def make(framework: str, world_size: int, options: Options, run_root: Path, *,
              extra_env: dict[str, str] | None = None, **_local_only) -> SlurmLaunch:
-        return build_launch(framework, world_size, options, run_root, settings, extra_env=extra_env,
+        return build_slurm_job(framework, world_size, options, run_root, settings, extra_env=extra_env,
                             timeout_s=timeout_s)
 
     return make
@@ -110,9 +110,9 @@ def nodes_for(world_size: int, settings: SlurmSettings) -> int:
     return nodes
 
 
-def build_launch(framework: str, world_size: int, options: Options, run_root: Path, settings: SlurmSettings, *,
-                 extra_env: dict[str, str] | None = None, timeout_s: float = 600,
-                 root: Path | None = None) -> SlurmLaunch:
+def build_slurm_job(framework: str, world_size: int, options: Options, run_root: Path,
+                    settings: SlurmSettings, *, extra_env: dict[str, str] | None = None, timeout_s: float = 600,
+                    root: Path | None = None) -> SlurmLaunch:
     run_root = run_root.resolve()
     nodes = nodes_for(world_size, settings)
     env = {**thread_env(options.threads), **(extra_env or {})}  # srun sets no thread count, torchrun 1
@@ -308,7 +308,7 @@ def failing_rank(log: str, launch: SlurmLaunch) -> int | None:
     return int(match.group(1)) if match and tasks_are_ranks else None
 
 
-def run_launch(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None] | None = None,
+def run_slurm_job(launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None] | None = None,
                poll_s: float = 0.5):
     """Submit, watch until the job leaves the queue, cancel it on a timeout or Ctrl-C; an Outcome."""
     started = time.monotonic()

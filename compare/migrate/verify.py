@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from compare.importers import Series, build_record, source_digest
-from compare.launch.commands import Launch, horovodrun, launch_env, torchrun
+from compare.launch.lines import Launch, horovodrun, launch_env, torchrun
 from compare.launch.logs import TEARDOWN_ABORT, TEARDOWN_NOTE
 from compare.launch.process import run_launch
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, read_loss_log
@@ -52,7 +52,7 @@ def every_rank_finished(output: str) -> bool:
 
 def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
                     controller: str) -> dict[str, list[str]]:
-    """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/commands.py)."""
+    """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/lines.py)."""
     horovod, ddp = [str(original), *script_args], [str(migrated), *script_args]
     if mode == "api":  # the scripts start their own workers
         return {"horovod": [sys.executable, *horovod], "ddp": [sys.executable, *ddp]}
