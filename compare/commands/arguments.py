@@ -99,12 +99,6 @@ def analysis_settings(ns: argparse.Namespace) -> AnalysisSettings:
                             frozenset(name for names in ns.allow for name in names))
 
 
-def check_analysis(ns: argparse.Namespace) -> None:
-    """analysis_settings, left on the namespace for the commands that read it there (check, matrix)."""
-    settings = analysis_settings(ns)
-    ns.margins, ns.allowed = settings.margins, settings.allowed
-
-
 def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> None:
     """How printed loss lines are read (compare/loss_lines.py), for `import text` and `migrate --verify`."""
     group.add_argument(regex_flag, default=None,

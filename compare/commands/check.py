@@ -11,7 +11,7 @@ from compare.analysis.causes import likely_causes
 from compare.analysis.judge import group_by_seed, judge
 from compare.analysis.parity import Band, calibrated_band
 from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
-from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis
+from compare.commands.arguments import DEFAULTS, analysis_arguments, analysis_settings
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
 from compare.render.verdicts import OUTCOME_WORDS, band_text, comparison_summary, end_point_line, job_lines, seed_line
 from workload.record_format import RUN_JSON
@@ -60,7 +60,7 @@ def band_from(ns: argparse.Namespace) -> Band:
 
 
 def main(ns: argparse.Namespace) -> int:
-    check_analysis(ns)
+    settings = analysis_settings(ns)
     side_a, side_b = runs_in(ns.dir_a), runs_in(ns.dir_b)
     failed = [run for run in side_a + side_b if not run.ok]
     for run in failed:
@@ -71,7 +71,7 @@ def main(ns: argparse.Namespace) -> int:
     if set(a) != set(b):
         raise RecordError(f"the seed sets differ: {ns.dir_a} has {sorted(a)}, {ns.dir_b} has {sorted(b)}")
     band = band_from(ns)
-    verdict = judge(a, b, band=band, margins=ns.margins, allow=ns.allowed, a_name=str(ns.dir_a),
+    verdict = judge(a, b, band=band, margins=settings.margins, allow=settings.allowed, a_name=str(ns.dir_a),
                     b_name=str(ns.dir_b))
     result = verdict.to_dict()
     print(f"band: {band_text(result['band'])}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from compare.analysis.matrix import Feature, judge_feature, judge_resume
 from compare.analysis.parity import MIN_OVERLAP, STEP_RTOL
 from compare.analysis.records import RecordError, RunRecord, load_run
-from compare.commands.arguments import DEFAULTS, analysis_arguments, check_analysis, word_list
+from compare.commands.arguments import DEFAULTS, analysis_arguments, analysis_settings, word_list
 from compare.launch.lines import build_launch
 from compare.launch.process import run_launch
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED, FRAMEWORKS
@@ -202,7 +202,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(ns: argparse.Namespace) -> int:
-    check_analysis(ns)
+    analysis_settings(ns)  # the analysis options checked before anything launches
     load_workload(ns.workload)  # a plug-in that cannot be loaded is one line, before any launch
     if ns.steps < 2 * MIN_OVERLAP:
         raise UsageError(f"--steps must be at least {2 * MIN_OVERLAP} (the resume row stops half-way, and a "
