@@ -1,7 +1,12 @@
-"""One module per `python -m compare` command that has grown past a few lines.
+"""One module per `python -m compare` command.
 
 Each module here defines `add_parser(commands)` (it adds its sub-parser, whose `func` default is the
-command's entry point `main(ns) -> int`). `compare/__main__.py` registers every name in COMMANDS.
+command's entry point `main(ns) -> int`). COMMANDS names every command and its module, in `--help`'s order:
+`compare/__main__.py` imports only the module of the command given (a `compare check` never loads torch,
+LibCST or matplotlib), and all of them for `--help`.
 """
 
-COMMANDS: tuple[str, ...] = ("k8s", "import_records", "migrate")
+COMMANDS: dict[str, str] = {
+    "run": "run", "check": "check", "report": "report", "matrix": "matrix", "faults": "faults", "bench": "bench",
+    "k8s": "k8s", "import": "import_records", "migrate": "migrate",
+}
