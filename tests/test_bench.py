@@ -31,12 +31,17 @@ def make_workload():
 """
 
 
-def test_bench_quick_writes_well_formed_results(tmp_path, horovod_built):
+def test_bench_quick_on_a_plugin_workload_writes_well_formed_results(tmp_path, horovod_built):
+    """Every part of the quick bench on the user's own model (a small one, written as a user would): the
+    bare loops, the implementations, the sweep and the decomposition all take it."""
+    plugin = tmp_path / "my_model.py"
+    plugin.write_text(PLUGIN)
+    spec = f"{plugin}:make_workload"
     out = tmp_path / "bench"
-    ok(run([sys.executable, "-m", "compare", "bench", "--quick", "--out", str(out)], timeout=600))
+    ok(run([sys.executable, "-m", "compare", "bench", "--quick", "--workload", spec, "--out", str(out)], timeout=600))
     bench = json.loads((out / "bench.json").read_text())
     assert bench["schema_version"] == 1
-    assert bench["failures"] == []
+    assert bench["failures"] == [] and bench["settings"]["workload"] == spec
     assert all(launch["ok"] for launch in bench["launches"])
 
     assert {r["launcher"] for r in bench["allreduce"]} == {"torchrun", "horovodrun --gloo", "horovodrun --mpi"}
@@ -73,21 +78,6 @@ def test_bench_quick_writes_well_formed_results(tmp_path, horovod_built):
     text = (out / "bench.md").read_text()
     for heading in ("Harness overhead", "Allreduce bandwidth", "decomposed", "Tuning sweep", "Start-up"):
         assert heading in text
-
-
-def test_bench_takes_a_plugin_workload(tmp_path, horovod_built):
-    """The user's own model (a small one, written as a user would) through the bare loops and the
-    implementations: the harness-overhead part."""
-    plugin = tmp_path / "my_model.py"
-    plugin.write_text(PLUGIN)
-    out = tmp_path / "bench"
-    spec = f"{plugin}:make_workload"
-    ok(run([sys.executable, "-m", "compare", "bench", "--quick", "--workload", spec,
-            "--skip", "allreduce,sweep,costs,e2e", "--out", str(out)], timeout=600))
-    bench = json.loads((out / "bench.json").read_text())
-    assert bench["failures"] == [] and bench["settings"]["workload"] == spec
-    assert {(r["framework"], r["world_size"]) for r in bench["overhead"]} == {("ddp", 2), ("horovod", 2)}
-    assert all(r["ratio"] > 0 and r["bare_median_s"] > 0 for r in bench["overhead"])
 
 
 def test_bench_refuses_a_bad_plugin_in_one_line(tmp_path):
