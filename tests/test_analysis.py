@@ -15,7 +15,9 @@ from compare.analysis.parity import STEP_RTOL, relative_difference, stepwise
 from compare.analysis.records import RecordError, find_runs, load_run
 from compare.analysis.summary import analyse
 from compare.analysis.timing import breakdown, scaling_efficiency, speed_ratio, step_stats, throughput
+from compare.render.causes import cause_lines
 from compare.render.report import summary_table, write_report
+from compare.render.speed import speed_line
 
 STEPS = 40
 
@@ -208,8 +210,8 @@ def test_analysis_of_matching_runs_holds(tmp_path):
     json.dumps(analysis, allow_nan=False)
     assert analysis["verdict"]["parity"] == "holds", analysis["verdict"]
     # One launch per side: the speed verdict is withheld (compare run --repeats), the ratio still shown.
-    assert analysis["verdict"]["speed"].startswith("no speed verdict at np 1: 1 round of launches")
-    assert "step-time ratio 1.2" in analysis["verdict"]["speed"]
+    assert speed_line(analysis).startswith("no speed verdict at np 1: 1 round of launches")
+    assert "step-time ratio 1.2" in speed_line(analysis)
     level = analysis["levels"][1]
     assert level["world_size"] == 2
     assert set(level["comparisons"]) == {"horovod_vs_ddp", "horovod_vs_reference", "ddp_vs_reference"}
@@ -226,7 +228,7 @@ def test_analysis_of_divergent_runs_fails_and_explains(tmp_path):
     assert analysis["verdict"]["parity"] == "fails"
     comparison = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]
     assert comparison["first_divergence"] == {"step": 2, "seed": 0}
-    assert any("step 2, so the first update differs" in c for c in comparison["likely_causes"])
+    assert any("step 2, so the first update differs" in c for c in cause_lines(comparison["causes"]))
 
 
 def test_another_learning_rate_is_another_job(tmp_path):
@@ -234,7 +236,7 @@ def test_another_learning_rate_is_another_job(tmp_path):
     analysis = analyse(find_runs(tmp_path))
     assert analysis["verdict"]["parity"] == "different jobs"
     comparison = analysis["levels"][0]["comparisons"]["horovod_vs_ddp"]
-    assert any("lr 0.05 vs 0.1" in c for c in comparison["likely_causes"])
+    assert any("lr 0.05 vs 0.1" in c for c in cause_lines(comparison["causes"]))
 
 
 def test_one_seed_is_decided_step_wise_alone(tmp_path):
@@ -355,5 +357,5 @@ def test_thread_settings_are_named_as_a_cause_of_small_gaps_only(tmp_path, jump,
                   reduction_noise(base_losses(0), 0))  # not bit-identical before: noise could explain a small gap
     comparison = analyse(find_runs(tmp_path))["levels"][0]["comparisons"]["horovod_vs_ddp"]
     assert comparison["outcome"] == "fails" and comparison["first_divergence"]["step"] == 10
-    causes = comparison["likely_causes"]
+    causes = cause_lines(comparison["causes"])
     assert any("OMP_NUM_THREADS" in c for c in causes) is named, causes

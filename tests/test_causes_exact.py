@@ -16,6 +16,7 @@ from test_analysis import base_losses, lr_drift, reduction_noise
 from compare.analysis.parity import stepwise
 from compare.analysis.records import find_runs
 from compare.analysis.summary import analyse
+from compare.render.causes import cause_lines
 
 STEPS = 80
 STEP = np.arange(1, STEPS + 1)
@@ -66,7 +67,7 @@ def test_a_jump_out_of_bit_identical_losses_is_a_job_change(tmp_path, steps_per_
     comparison = comparison_of(tmp_path)
     assert comparison["outcome"] == "fails" and comparison["first_divergence"] == {"step": 53, "seed": 0}
     assert comparison["seeds"][0]["losses"]["identical_through"] == 52
-    causes = comparison["likely_causes"]
+    causes = cause_lines(comparison["causes"])
     assert causes[0].startswith("identical to step 52, then 2.6e-04 apart at step 53: something in the job "
                                 "changed at step 53"), causes
     assert not names_float_noise(causes), causes
@@ -81,7 +82,7 @@ def test_float_noise_from_step_3_still_names_summation_order(tmp_path):
     comparison = comparison_of(tmp_path)
     assert comparison["first_divergence"]["step"] == 15
     assert comparison["seeds"][0]["losses"]["identical_through"] == 2  # identical, but not up to the divergence
-    causes = comparison["likely_causes"]
+    causes = cause_lines(comparison["causes"])
     assert any("summation order differs more than the calibration expected" in c for c in causes), causes
     assert any("OMP_NUM_THREADS" in c for c in causes), causes
     assert not any("identical to step" in c for c in causes), causes
@@ -92,7 +93,7 @@ def test_a_divergence_at_step_2_keeps_the_first_update_cause(tmp_path):
     comparison = comparison_of(tmp_path)
     assert comparison["first_divergence"]["step"] == 2
     assert comparison["seeds"][0]["losses"]["identical_through"] == 1
-    causes = comparison["likely_causes"]
+    causes = cause_lines(comparison["causes"])
     assert any("step 2, so the first update differs" in c for c in causes), causes
     assert not any("identical to step" in c or "not float noise" in c for c in causes), causes
 
@@ -104,7 +105,7 @@ def test_below_the_default_floor_a_one_step_gap_may_still_be_noise(tmp_path):
     comparison = comparison_of(tmp_path, rtol=1e-7)
     assert comparison["first_divergence"]["step"] == 53
     assert comparison["seeds"][0]["losses"]["identical_through"] == 52
-    causes = comparison["likely_causes"]
+    causes = cause_lines(comparison["causes"])
     assert not any("identical to step" in c for c in causes) and names_float_noise(causes), causes
 
 
@@ -123,7 +124,7 @@ def test_an_evaluation_that_differs_after_identical_ones(tmp_path, training, ear
     comparison = comparison_of(tmp_path)
     assert comparison["outcome"] == "fails" and comparison["first_divergence"]["step"] == 60
     assert comparison["seeds"][0]["losses"]["first_divergence_step"] is None
-    causes = comparison["likely_causes"]
+    causes = cause_lines(comparison["causes"])
     if exact:
         assert causes == [
             "training losses identical to step 80 and the evaluations identical through step 40, then the "
@@ -140,7 +141,7 @@ def test_an_evaluation_metric_only_one_side_records_is_named_not_a_crash(tmp_pat
     one_sided = [{"step": 60, "eval_loss": 0.5}]
     write_sides(tmp_path, lambda losses: reduction_noise(losses, 0), evals=one_sided,
                 ddp_evals=[{**one_sided[0], "eval_accuracy": 0.8, "eval_samples": 400}])
-    causes = comparison_of(tmp_path)["likely_causes"]
+    causes = cause_lines(comparison_of(tmp_path)["causes"])
     assert any("(eval_accuracy missing vs 0.8)" in c for c in causes), causes
 
 

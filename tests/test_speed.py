@@ -28,7 +28,7 @@ from compare.analysis.speed import (
     sequential_design,
 )
 from compare.analysis.timing import rounds_ratio
-from compare.render.speed import stop_line
+from compare.render.speed import speed_sentence, stop_line
 from tests.helpers import run
 
 ROUNDS = 4  # compare run's default (--repeats)
@@ -56,7 +56,7 @@ def test_too_few_rounds_and_disagreeing_rounds_name_no_winner():
     rng = np.random.default_rng(17)
     one = compare_speed(2, simulated_runs(rng, 0.020, 0.010, rounds=1), warmup=5)
     assert one["status"] == "too few rounds" and one["winner"] is None
-    assert f"a verdict needs {MIN_ROUNDS}" in one["sentence"] and one["step_time_ratio"] > 1
+    assert f"a verdict needs {MIN_ROUNDS}" in speed_sentence(one) and one["step_time_ratio"] > 1
     split = rounds_ratio([1.3, 0.8, 1.25, 0.85])
     assert split["ci_low"] < 1 < split["ci_high"] and split["consistent"] is False
     steady = rounds_ratio([1.21, 1.19, 1.22, 1.20])
@@ -87,7 +87,7 @@ def test_the_sequential_verdict_uses_the_confidence_sequence():
     ratios[3] = 0.99  # one round the other way: no longer a reason to withhold a winner over many rounds
     fixed = compare_speed(1, runs_from_ratios(ratios), warmup=5)
     speed = compare_speed(1, runs_from_ratios(ratios), warmup=5, design=DESIGN)
-    assert fixed["winner"] is None and "rounds disagree" in fixed["sentence"]
+    assert fixed["winner"] is None and "rounds disagree" in speed_sentence(fixed)
     assert speed["winner"] == "ddp" and speed["method"] == METHOD
     expected = confidence_sequence(ratios)
     assert speed["ci_low"] == pytest.approx(expected["ci_low"]) and speed["ci_high"] == pytest.approx(
@@ -95,9 +95,9 @@ def test_the_sequential_verdict_uses_the_confidence_sequence():
     assert speed["ci_high"] - speed["ci_low"] > fixed["ci_high"] - fixed["ci_low"]  # the price of stopping at will
     assert speed["sequential"]["half_width"] == pytest.approx(expected["half_width"])
     assert speed["sequential"]["reached"] is (expected["half_width"] <= 0.05)
-    assert "(anytime-valid 95% interval" in speed["sentence"]
+    assert "(anytime-valid 95% interval" in speed_sentence(speed)
     few = compare_speed(1, runs_from_ratios(ratios[:3]), warmup=5, design=DESIGN)
-    assert few["status"] == "no clear difference" and "too few for an anytime-valid" in few["sentence"]
+    assert few["status"] == "no clear difference" and "too few for an anytime-valid" in speed_sentence(few)
 
 
 def test_the_design_is_read_from_beside_the_runs(tmp_path):
@@ -173,8 +173,9 @@ def test_a_contended_side_withholds_the_verdict(tmp_path):
         runs.append(RunRecord(directory, record.meta, record.steps, []))
     speed = compare_speed(2, runs, warmup=5)
     assert speed["status"] == "withheld" and speed["winner"] is None
-    assert speed["sentence"] == ("no reliable speed verdict at np 2: other processes used 41% of a core during "
-                                 "the Horovod launch of round 1, most of it python3 (pid 7) (4 of 4 rounds contended)")
+    assert speed_sentence(speed) == ("no reliable speed verdict at np 2: other processes used 41% of a core "
+                                     "during the Horovod launch of round 1, most of it python3 (pid 7) (4 of 4 rounds "
+                                     "contended)")
 
 
 # ---- the trade-offs' parts ------------------------------------------------------------------------------
@@ -293,7 +294,7 @@ def test_a_real_difference_is_called_through_the_launchers(tmp_path):
         (out / "runs" / name / "contention.json").write_text(json.dumps(calm))
     calm = compare_speed(1, find_runs(out / "runs"), warmup=5)
     assert [row["contention"]["horovod"]["measured"] for row in calm["rounds"]] == [True] * 3
-    assert calm["winner"] == "ddp" and calm["sentence"].startswith("DDP is "), calm["sentence"]
+    assert calm["winner"] == "ddp" and speed_sentence(calm).startswith("DDP is "), speed_sentence(calm)
     parity = report_of(out)["analysis"]["verdict"]["parity"]
     assert parity != "fails", parity  # a delay changes the time, not the numbers
     assert (out / "runs" / "horovod-np1-round2" / "run.json").is_file()
@@ -356,4 +357,4 @@ def test_precision_rounds_through_the_launchers(tmp_path):
         path.write_text(json.dumps({**record, "others_cpu_s": 0.0, "others_cores": 0.0, "top_others": [],
                                     "steal_fraction": 0.0}))
     calm = compare_speed(1, find_runs(out / "runs"), warmup=5)
-    assert calm["winner"] != "horovod" and calm["sequential"]["precision"] == 0.05, calm["sentence"]
+    assert calm["winner"] != "horovod" and calm["sequential"]["precision"] == 0.05, speed_sentence(calm)

@@ -33,7 +33,7 @@ from compare.analysis.simulate_speed import (
     sequential_rule,
 )
 from compare.analysis.speed import compare_speed
-from compare.render.speed import error_rate_markdown
+from compare.render.speed import error_rate_markdown, speed_sentence
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 HEADLINE = tuple(claim for claim in CLAIMS if claim.headline)
@@ -152,4 +152,4 @@ def test_the_sequential_rule_is_compare_speeds(tmp_path):
         assert speed["ci_high"] == pytest.approx(np.exp(mean[trial] + half[trial]))
         assert speed["winner"] == {1: "ddp", -1: "horovod", 0: None}[int(out["winner"][trial])]
         assert speed["sequential"]["reached"] == bool(out["reached"][trial])
-        assert "anytime-valid 95% interval" in speed["sentence"]
+        assert "anytime-valid 95% interval" in speed_sentence(speed)

@@ -69,15 +69,3 @@ def judge(record: dict | None) -> dict:
         "top_others": record.get("top_others") or [],
     }
 
-
-def describe(judged: dict, who: str) -> str:
-    """Why a launch does not count, in words: `who` names it ("the Horovod launch of round 2")."""
-    if judged["cause"] == "oversubscribed":
-        return f"{judged['demand']} ranks x threads on {judged['cores']} cores (oversubscribed)"
-    if judged["cause"] == "steal":
-        return f"the hypervisor took {judged['steal_fraction']:.0%} of the CPU time (steal) during {who}"
-    if judged["cause"] == "others":
-        top = judged["top_others"][:1]
-        named = f", most of it {top[0]['name']} (pid {top[0]['pid']})" if top else ""
-        return f"other processes used {judged['others_cores']:.0%} of a core during {who}{named}"
-    return ""

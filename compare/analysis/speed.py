@@ -1,7 +1,8 @@
 """Which framework is faster, by how much: timing per (framework, world size), scaling, the speed verdict
 over repeated interleaved launches, what was compared, the trade-offs table and the model-size sweep.
 
-Pure: takes run records (and the contention records beside them), returns JSON-serialisable dicts.
+Pure: takes run records (and the contention records beside them), returns JSON-serialisable dicts; the
+words are compare/render/speed.py's.
 
 How a speed verdict is reached (docs/benchmarks.md, "Speed verdicts"): `compare run` launches each side
 several times in rounds, in an order that cancels drift (A B, B A, A B ...). A round's ratio is the
@@ -23,11 +24,12 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from enum import Enum
 from pathlib import Path
 
 import numpy as np
 
-from compare.analysis.contention import describe, judge, launch_contention
+from compare.analysis.contention import judge, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
 from compare.analysis.sequential import confidence_sequence
@@ -40,12 +42,10 @@ from compare.analysis.timing import (
     step_stats,
     throughput,
 )
-from compare.names import FRAMEWORKS, display
+from compare.names import FRAMEWORKS
 
 Group = dict[int, RunRecord]  # seed -> run
 MIN_ROUNDS = 3  # fewer rounds give a t interval too wide to say anything (t(0.975, 1 df) = 12.7)
-BACKEND_NAMES = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL", "none": "no communication"}
-YIELD_SETTING = "OMPI_MCA_mpi_yield_when_idle=1"
 SEQUENTIAL_RECORD = "sequential.json"  # OUT/runs/: the --precision / --time-budget design and why it stopped
 
 
@@ -121,106 +121,103 @@ def sequential_design(runs: Iterable[RunRecord]) -> dict | None:
     return None
 
 
-def _who(framework: str, number: int, n_rounds: int) -> str:
-    return f"the {display(framework)} launch" + (f" of round {number}" if n_rounds > 1 else "")
+class SpeedOutcome(str, Enum):
+    """How a speed verdict at one world size came out; compare/render/speed.py words each."""
+
+    OVERSUBSCRIBED = "oversubscribed"  # ranks x threads beyond the cores in a launch: withheld
+    CONTENDED = "contended"  # fewer than MIN_ROUNDS rounds on a free machine: withheld, the busiest launch named
+    TOO_FEW_ROUNDS = "too few rounds"  # fewer than MIN_ROUNDS rounds ran at all
+    NO_INTERVAL_YET = "no interval yet"  # a confidence sequence still spans every ratio
+    INTERVAL_HOLDS_ONE = "interval holds 1"
+    ROUNDS_DISAGREE = "rounds disagree"  # the interval excludes 1, but rounds point both ways (fixed rounds)
+    DDP_FASTER = "ddp faster"
+    HOROVOD_FASTER = "horovod faster"
+
+
+STATUS = {SpeedOutcome.OVERSUBSCRIBED: "withheld", SpeedOutcome.CONTENDED: "withheld",
+          SpeedOutcome.TOO_FEW_ROUNDS: "too few rounds", SpeedOutcome.NO_INTERVAL_YET: "no clear difference",
+          SpeedOutcome.INTERVAL_HOLDS_ONE: "no clear difference", SpeedOutcome.ROUNDS_DISAGREE: "no clear difference",
+          SpeedOutcome.DDP_FASTER: "faster", SpeedOutcome.HOROVOD_FASTER: "faster"}
+WINNER = {SpeedOutcome.DDP_FASTER: "ddp", SpeedOutcome.HOROVOD_FASTER: "horovod"}
+Trouble = tuple[int, str, dict]  # (round, framework, the contention judged) of a launch that met some
+
+
+def launch_troubles(rounds: list[dict]) -> list[Trouble]:
+    """The launches that were contended or oversubscribed, in round order."""
+    return [(row["round"], framework, judged) for row in rounds for framework, judged in row["contention"].items()
+            if judged["contended"] or judged["oversubscribed"]]
+
+
+def speed_outcome(troubles: list[Trouble], kept: dict, clean_rounds: int,
+                  anytime: bool) -> tuple[SpeedOutcome, dict | None]:
+    """The outcome, and for a withheld one the launch to name ({"round", "framework"}). `kept`: the interval
+    over the clean rounds."""
+    oversubscribed = [t for t in troubles if t[2]["oversubscribed"]]
+    if oversubscribed:
+        number, framework, _ = oversubscribed[0]
+        return SpeedOutcome.OVERSUBSCRIBED, {"round": number, "framework": framework}
+    if clean_rounds < MIN_ROUNDS and troubles:
+        # The busiest contended launch is the one to name.
+        number, framework, _ = max(troubles, key=lambda t: t[2].get("others_cores") or 0)
+        return SpeedOutcome.CONTENDED, {"round": number, "framework": framework}
+    if clean_rounds < MIN_ROUNDS:
+        return SpeedOutcome.TOO_FEW_ROUNDS, None
+    low, high = kept["ci_low"], kept["ci_high"]
+    if low is None:  # a confidence sequence is the whole line until enough rounds have run
+        return SpeedOutcome.NO_INTERVAL_YET, None
+    if low <= 1 <= high:
+        return SpeedOutcome.INTERVAL_HOLDS_ONE, None
+    if not kept["consistent"] and not anytime:
+        return SpeedOutcome.ROUNDS_DISAGREE, None
+    return (SpeedOutcome.DDP_FASTER if kept["ratio"] >= 1 else SpeedOutcome.HOROVOD_FASTER), None
+
+
+def sequential_state(design: dict | None, half_width: float | None) -> dict | None:
+    """The sequential design with the precision reached; None for a fixed number of rounds."""
+    if not design:
+        return None
+    target = design.get("precision")
+    return {**design, "half_width": half_width, "reached": bool(target and half_width is not None
+                                                                and half_width <= target)}
 
 
 def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confidence: float = CONFIDENCE,
                   design: dict | None = None) -> dict | None:
     """The Horovod/DDP step-time ratio at one world size from the rounds, its interval and the verdict:
-    status "faster" (winner named), "no clear difference", "withheld" (contention, oversubscription) or
-    "too few rounds". `design`: the sequential design (else read from beside the runs, if any)."""
+    "outcome" (a SpeedOutcome), and from it status "faster" (winner named), "no clear difference",
+    "withheld" (contention, oversubscription) or "too few rounds". `design`: the sequential design (else
+    read from beside the runs, if any)."""
     runs = list(runs)
     design = design or sequential_design(runs)
     rounds = speed_rounds(runs, world_size, warmup)
     if not rounds:
         return None
-    n = len(rounds)
-    troubles = [(row["round"], f, j) for row in rounds for f, j in row["contention"].items()
-                if j["contended"] or j["oversubscribed"]]
-    oversubscribed = [t for t in troubles if t[2]["oversubscribed"]]
-    contended_rounds = {number for number, _, judged in troubles if judged["contended"]}
-    clean = [row for row in rounds if row["round"] not in contended_rounds]
+    troubles = launch_troubles(rounds)
+    contended = sorted({number for number, _, judged in troubles if judged["contended"]})
+    clean = [row for row in rounds if row["round"] not in contended]
     interval = confidence_sequence if design else rounds_ratio
     every = interval([row["ratio"] for row in rounds], confidence)
     kept = interval([row["ratio"] for row in clean], confidence)
-    result = {
+    outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
+    return {
         "a": "horovod", "b": "ddp", "world_size": world_size, "confidence": confidence,
-        "rounds": rounds, "n_rounds": n, "rounds_used": [row["round"] for row in clean],
+        "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in clean],
+        "contended_rounds": contended,
         "step_time_ratio": kept["ratio"] if clean else every["ratio"],
         "ci_low": kept["ci_low"], "ci_high": kept["ci_high"], "half_width": kept["half_width"],
         "consistent": kept["consistent"], "method": kept["method"], "all_rounds": every,
-        "left_out": [{"round": number, "framework": f, "why": describe(j, _who(f, number, n))}
-                     for number, f, j in troubles if j["contended"]],
-        "status": None, "winner": None, "sequential": None,
+        "left_out": [{"round": number, "framework": f} for number, f, judged in troubles if judged["contended"]],
+        "outcome": outcome.value, "status": STATUS[outcome], "winner": WINNER.get(outcome),
+        "withheld_by": withheld_by,  # the launch a withheld verdict names
+        "sequential": sequential_state(design, kept["half_width"] if clean else None),
     }
-    if design:
-        target = design.get("precision")
-        half = kept["half_width"] if clean else None
-        result["sequential"] = {**design, "half_width": half,
-                                "reached": bool(target and half is not None and half <= target)}
-    ratio = result["step_time_ratio"]
-    if oversubscribed:
-        number, framework, judged = oversubscribed[0]
-        result["status"] = "withheld"
-        result["sentence"] = f"no reliable speed verdict at np {world_size}: {describe(judged, '')}"
-        return result
-    if len(clean) < MIN_ROUNDS and troubles:
-        # The busiest contended launch is the one to name.
-        number, framework, judged = max(troubles, key=lambda t: t[2].get("others_cores") or 0)
-        result["status"] = "withheld"
-        count = f" ({len(contended_rounds)} of {n} rounds contended)" if n > 1 else ""
-        result["sentence"] = (f"no reliable speed verdict at np {world_size}: "
-                              f"{describe(judged, _who(framework, number, n))}{count}")
-        return result
-    if len(clean) < MIN_ROUNDS:
-        result["status"] = "too few rounds"
-        result["sentence"] = (f"no speed verdict at np {world_size}: {len(clean)} round{'s' * (len(clean) != 1)} "
-                              f"of launches, a verdict needs {MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); "
-                              f"Horovod/DDP step-time ratio {ratio:.2f}")
-        return result
-    conf = f"anytime-valid {confidence:.0%} interval" if design else f"{confidence:.0%} CI"
-    low, high = kept["ci_low"], kept["ci_high"]
-    over = f"{len(clean)} rounds"
-    if low is None:  # a confidence sequence is the whole line until enough rounds have run
-        result["status"] = "no clear difference"
-        result["sentence"] = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
-                              f"({over}: too few for an anytime-valid {confidence:.0%} interval)")
-        return result
-    if low <= 1 <= high or (not kept["consistent"] and not design):
-        result["status"] = "no clear difference"
-        why = "" if low <= 1 <= high else ", rounds disagree in direction"
-        sentence = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
-                    f"({conf} {low:.2f}-{high:.2f} over {over}{why})")
-    elif ratio >= 1:
-        result.update(status="faster", winner="ddp")
-        sentence = f"DDP is {ratio:.2f}x faster than Horovod at np {world_size} ({conf} {low:.2f}-{high:.2f}, {over})"
-    else:
-        result.update(status="faster", winner="horovod")
-        sentence = (f"Horovod is {1 / ratio:.2f}x faster than DDP at np {world_size} "
-                    f"({conf} {1 / high:.2f}-{1 / low:.2f}, {over})")
-    if result["left_out"]:
-        sentence += "; left out: " + "; ".join(entry["why"] for entry in result["left_out"])
-    result["sentence"] = sentence
-    return result
-
-
-def speed_verdict(levels: list[dict], runs: Iterable[RunRecord] = ()) -> str:
-    speeds = [level["speed"]["sentence"] for level in levels if level.get("speed")]
-    if speeds:
-        return "; ".join(speeds)
-    imported = sorted({f"{display(r.framework)} np {r.world_size}" for r in runs if r.imported is not None})
-    if imported:
-        return (f"no speed verdict: {', '.join(imported)} {'is' if len(imported) == 1 else 'are'} imported, "
-                "timed on another machine or not at all")
-    return "no world size has both Horovod and DDP runs to compare speed"
 
 
 # ---- what was compared ---------------------------------------------------------------------------------
 
 def compared(world_size: int, runs: Iterable[RunRecord], speed: dict | None) -> dict:
-    """The configurations behind a level's numbers: communication backends, launchers, threads, cores;
-    and, when Horovod runs on MPI with ranks that lack a free core, Open MPI's busy-polling named."""
+    """The configurations behind a level's numbers: communication backends, launchers, threads, cores; and
+    whether Horovod ran on MPI with ranks that lacked a free core (Open MPI's busy-polling then bites)."""
     first: dict[str, RunRecord] = {}
     for run in sorted(runs, key=lambda r: (r.round, r.seed)):
         if timed(run) and run.world_size == world_size:
@@ -231,24 +228,12 @@ def compared(world_size: int, runs: Iterable[RunRecord], speed: dict | None) -> 
     cores = judged[0]["cores"] if judged else next(
         (r.meta.get("host", {}).get("cpu_count") for r in first.values()), None)
     threads = sorted({s["threads"] for s in sides.values() if s["threads"]})
-    parts = [f"{display(f)} over {BACKEND_NAMES.get(str(s['backend']), s['backend'])} ({s['launcher']})"
-             for f, s in sides.items()]
-    text = " vs ".join(parts)
-    if threads:
-        text += f", {'/'.join(map(str, threads))} thread{'s' * (threads != [1])} per rank"
-    if cores:
-        text += f", {world_size} rank{'s' * (world_size != 1)} on {cores} core{'s' * (cores != 1)}"
     hvd_judged = [row["contention"]["horovod"] for row in (speed or {}).get("rounds", [])
                   if row["contention"]["horovod"]["measured"]]
-    busy_poll = None
-    if sides.get("horovod", {}).get("backend") == "mpi" and world_size > 1 and (
-            any(j["lacks_free_core"] for j in hvd_judged)
-            or (not hvd_judged and cores and world_size * (threads[-1] if threads else 1) > cores)):
-        busy_poll = (f"Horovod ran on Open MPI with ranks that lacked a free core: Open MPI busy-polls while a rank "
-                     f"waits for the others, so a waiting rank burns the time slices the others need. "
-                     f"{YIELD_SETTING} (mpi_yield_when_idle) in the environment of `compare run` makes waiting "
-                     f"ranks yield; `--horovod-controller gloo` avoids MPI")
-    return {"sides": sides, "cores": cores, "text": text, "busy_poll": busy_poll}
+    busy_poll = bool(sides.get("horovod", {}).get("backend") == "mpi" and world_size > 1 and (
+        any(j["lacks_free_core"] for j in hvd_judged)
+        or (not hvd_judged and cores and world_size * (threads[-1] if threads else 1) > cores)))
+    return {"sides": sides, "cores": cores, "threads": threads, "busy_poll": busy_poll}
 
 
 def add_scaling(levels: list[dict]) -> None:

@@ -13,7 +13,7 @@ from compare.analysis.causes import likely_causes
 from compare.analysis.judge import judge
 from compare.analysis.parity import CONFIDENCE, STEP_K, STEP_RTOL, Band, Margin, calibrated_band, combine_bands
 from compare.analysis.records import RecordError, RunRecord, jsonable
-from compare.analysis.speed import add_speed, speed_verdict
+from compare.analysis.speed import add_speed
 from compare.analysis.time_to_target import Target, time_to_target
 from compare.names import FRAMEWORKS, JUDGED, display
 
@@ -104,7 +104,7 @@ def compare_pair(a_name: str, b_name: str, a: Group, b: Group, *, band: Band, ma
                  allow: frozenset[str], with_end_points: bool) -> dict:
     verdict = judge(a, b, band=band, margins=margins, allow=allow, a_name=a_name, b_name=b_name,
                     with_end_points=with_end_points)
-    return {**verdict.to_dict(), "likely_causes": likely_causes(verdict)}
+    return {**verdict.to_dict(), "causes": [cause.to_dict() for cause in likely_causes(verdict)]}
 
 
 def analyse_level(world_size: int, groups: dict[tuple[str, int], Group], *, warmup: int,
@@ -213,13 +213,12 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, 
                             allow=allow) for ws in world_sizes]
     add_speed(levels, runs, warmup)
     failures = [failure(r) for r in sorted(runs, key=lambda r: str(r.path)) if not r.ok]
-    speed = speed_verdict(levels, runs)
     reached = {"time_to_target": [v.to_dict() for v in time_to_target(runs, targets)]} if targets else {}
     return jsonable({
         **reached,
         "settings": {"warmup": warmup, "rtol": rtol, "k": k, "confidence": CONFIDENCE,
                      "margins": {name: vars(m) for name, m in (margins or {}).items()}, "allow": sorted(allow)},
-        "verdict": {"parity": overall_parity(levels), "speed": speed},
+        "verdict": {"parity": overall_parity(levels)},  # the speed verdict is each level's "speed"
         "world_sizes": world_sizes,
         "levels": levels,
         "summary": summary_rows(levels),

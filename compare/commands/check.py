@@ -13,6 +13,7 @@ from compare.analysis.parity import Band, calibrated_band
 from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
 from compare.commands.arguments import DEFAULTS, analysis_arguments, analysis_settings
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
+from compare.render.causes import cause_lines
 from compare.render.verdicts import OUTCOME_WORDS, band_text, comparison_summary, end_point_line, job_lines, seed_line
 from workload.record_format import RUN_JSON
 
@@ -81,7 +82,7 @@ def main(ns: argparse.Namespace) -> int:
         print(seed_line(seed, result["a"], result["b"]))
     for name, end_point in result["end_points"].items():
         print(end_point_line(name, end_point))
-    for cause in likely_causes(verdict):
+    for cause in cause_lines([cause.to_dict() for cause in likely_causes(verdict)]):
         print(f"likely cause: {cause}")
     if verdict.outcome == "fails" and band.source == "default" and any(not s.losses.passed for s in verdict.seeds):
         print(UNCALIBRATED_FAILS)

@@ -26,8 +26,16 @@ from compare.render.blocks import (
     render_markdown,
     text_table,
 )
+from compare.render.causes import cause_lines
 from compare.render.plots import write_plots
-from compare.render.speed import add_tradeoffs, speed_summary_blocks, timing_blocks, tradeoff_blocks
+from compare.render.speed import (
+    add_tradeoffs,
+    speed_line,
+    speed_sentence,
+    speed_summary_blocks,
+    timing_blocks,
+    tradeoff_blocks,
+)
 from compare.render.time_to_target import time_to_target_blocks, time_to_target_line
 from compare.render.verdicts import OUTCOME_WORDS, parity_blocks, parity_line
 from workload.files import write_atomic
@@ -74,7 +82,7 @@ def verdict_blocks(analysis: dict) -> list[Block]:
         Heading(1, f"Horovod vs DDP: {OUTCOME_WORDS.get(verdict['parity'], verdict['parity'])}"),
         Para(f"**{parity_line(analysis)}**"),
         *([Para(f"**Warning: versions differ between the sides:** {'; '.join(warnings)}.")] if warnings else []),
-        Para(f"**Speed:** {verdict['speed']}."),
+        Para(f"**Speed:** {speed_line(analysis)}."),
         *speed_summary_blocks(analysis),
         *([Para(f"**Time to target:** {line}.")] if (line := time_to_target_line(analysis)) else []),
         *([Para(f"**Compared:** {compared(analysis['tuning'])}.")] if analysis.get("tuning") else []),
@@ -211,6 +219,20 @@ def environment_from_runs(runs: list[RunRecord]) -> dict:
     return {"sides": sides, "versions": versions, "host": source.meta.get("host") or {}}
 
 
+def with_words(analysis: dict) -> dict:
+    """The analysis as report.json holds it: beside the figures, the sentences the report gives them (the
+    speed verdict, each level's, each comparison's likely causes), for readers of the file."""
+    levels = []
+    for level in analysis["levels"]:
+        comparisons = {name: {**comparison, "likely_causes": cause_lines(comparison["causes"])}
+                       for name, comparison in level["comparisons"].items()}
+        speed = level.get("speed")
+        if speed:
+            speed = {**speed, "sentence": speed_sentence(speed)}
+        levels.append({**level, "comparisons": comparisons, "speed": speed})
+    return {**analysis, "verdict": {**analysis["verdict"], "speed": speed_line(analysis)}, "levels": levels}
+
+
 def write_report(
     out_dir: Path | str,
     runs: list[RunRecord],
@@ -232,7 +254,7 @@ def write_report(
     document = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "analysis": analysis,
+        "analysis": with_words(analysis),
         "environment": environment,
         "commands": commands,
         "plots": [p.name for p in plots],

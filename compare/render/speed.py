@@ -1,5 +1,6 @@
-"""The report's speed parts: what was compared, the rounds and the contention each launch met, the timing
-tables, and the trade-offs table (speed-up, scaling, start-up, exposed communication, recovery, code)."""
+"""The report's speed parts: the speed verdict in words, what was compared, the rounds and the contention
+each launch met, the timing tables, and the trade-offs table (speed-up, scaling, start-up, exposed
+communication, recovery, code)."""
 
 from __future__ import annotations
 
@@ -7,29 +8,126 @@ import json
 from pathlib import Path
 
 from compare.analysis.records import RunRecord
-from compare.analysis.speed import MIN_ROUNDS, code_lines, tradeoffs
+from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, code_lines, tradeoffs
 from compare.names import display
 from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
 from compare.render.time_to_target import tradeoff_cells, tradeoff_headers
 
+BACKEND_NAMES = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL", "none": "no communication"}
+YIELD_SETTING = "OMPI_MCA_mpi_yield_when_idle=1"
+BUSY_POLL_NOTE = ("Horovod ran on Open MPI with ranks that lacked a free core: Open MPI busy-polls while a rank waits "
+                  "for the others, so a waiting rank burns the time slices the others need. "
+                  f"{YIELD_SETTING} (mpi_yield_when_idle) in the environment of `compare run` makes waiting ranks "
+                  "yield; `--horovod-controller gloo` avoids MPI")
+WITHHELD = (SpeedOutcome.OVERSUBSCRIBED, SpeedOutcome.CONTENDED)
 ROOT = Path(__file__).resolve().parents[2]
 BACKEND_FILES = {"horovod": ROOT / "hvd_impl" / "backend.py", "ddp": ROOT / "native_impl" / "backend.py"}
 SHARED_BACKEND = ROOT / "workload" / "backend.py"
 FAULTS_RECORD = Path("faults") / "faults.json"  # where `compare faults` writes (results/faults by default)
 
 
+# ---- the speed verdict ----------------------------------------------------------------------------------
+
+def contention_words(judged: dict, who: str) -> str:
+    """Why a launch does not count: `who` names it ("the Horovod launch of round 2")."""
+    if judged["cause"] == "oversubscribed":
+        return f"{judged['demand']} ranks x threads on {judged['cores']} cores (oversubscribed)"
+    if judged["cause"] == "steal":
+        return f"the hypervisor took {judged['steal_fraction']:.0%} of the CPU time (steal) during {who}"
+    if judged["cause"] == "others":
+        top = judged["top_others"][:1]
+        named = f", most of it {top[0]['name']} (pid {top[0]['pid']})" if top else ""
+        return f"other processes used {judged['others_cores']:.0%} of a core during {who}{named}"
+    return ""
+
+
+def launch_words(speed: dict, launch: dict) -> str:
+    """One launch ({"round", "framework"}) of a speed verdict's rounds, and why it does not count."""
+    number, framework = launch["round"], launch["framework"]
+    judged = next(row for row in speed["rounds"] if row["round"] == number)["contention"][framework]
+    who = f"the {display(framework)} launch" + (f" of round {number}" if speed["n_rounds"] > 1 else "")
+    return contention_words(judged, who)
+
+
+def withheld_sentence(speed: dict) -> str:
+    n = speed["n_rounds"]
+    count = (f" ({len(speed['contended_rounds'])} of {n} rounds contended)"
+             if n > 1 and speed["outcome"] == SpeedOutcome.CONTENDED else "")
+    return f"no reliable speed verdict at np {speed['world_size']}: {launch_words(speed, speed['withheld_by'])}{count}"
+
+
+def speed_sentence(speed: dict) -> str:
+    """The speed verdict at one world size, e.g. "DDP is 1.20x faster than Horovod at np 2 (95% CI 1.15-1.25,
+    4 rounds)", from compare_speed's figures."""
+    outcome = SpeedOutcome(speed["outcome"])
+    if outcome in WITHHELD:
+        return withheld_sentence(speed)
+    world_size, ratio, confidence = speed["world_size"], speed["step_time_ratio"], speed["confidence"]
+    used = len(speed["rounds_used"])
+    if outcome is SpeedOutcome.TOO_FEW_ROUNDS:
+        return (f"no speed verdict at np {world_size}: {used} round{'s' * (used != 1)} of launches, a verdict needs "
+                f"{MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); Horovod/DDP step-time ratio {ratio:.2f}")
+    over = f"{used} rounds"
+    if outcome is SpeedOutcome.NO_INTERVAL_YET:
+        return (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
+                f"({over}: too few for an anytime-valid {confidence:.0%} interval)")
+    conf = f"anytime-valid {confidence:.0%} interval" if speed["sequential"] else f"{confidence:.0%} CI"
+    low, high = speed["ci_low"], speed["ci_high"]
+    if outcome is SpeedOutcome.DDP_FASTER:
+        sentence = f"DDP is {ratio:.2f}x faster than Horovod at np {world_size} ({conf} {low:.2f}-{high:.2f}, {over})"
+    elif outcome is SpeedOutcome.HOROVOD_FASTER:
+        sentence = (f"Horovod is {1 / ratio:.2f}x faster than DDP at np {world_size} "
+                    f"({conf} {1 / high:.2f}-{1 / low:.2f}, {over})")
+    else:
+        why = ", rounds disagree in direction" if outcome is SpeedOutcome.ROUNDS_DISAGREE else ""
+        sentence = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
+                    f"({conf} {low:.2f}-{high:.2f} over {over}{why})")
+    if speed["left_out"]:
+        sentence += "; left out: " + "; ".join(launch_words(speed, launch) for launch in speed["left_out"])
+    return sentence
+
+
+def speed_line(analysis: dict) -> str:
+    """The speed verdict of the whole comparison: every world size's sentence, or why there is none."""
+    speeds = [speed_sentence(level["speed"]) for level in analysis["levels"] if level.get("speed")]
+    if speeds:
+        return "; ".join(speeds)
+    imported = sorted({f"{display(r['framework'])} np {r['world_size']}" for r in analysis.get("imported") or []})
+    if imported:
+        return (f"no speed verdict: {', '.join(imported)} {'is' if len(imported) == 1 else 'are'} imported, "
+                "timed on another machine or not at all")
+    return "no world size has both Horovod and DDP runs to compare speed"
+
+
+# ---- what was compared ----------------------------------------------------------------------------------
+
+def setup_text(level: dict) -> str:
+    """The configurations one world size compared, e.g. "Horovod over MPI (horovodrun) vs DDP over Gloo
+    (torchrun), 1 thread per rank, 2 ranks on 2 cores"."""
+    found, world_size = level["compared"], level["world_size"]
+    text = " vs ".join(f"{display(f)} over {BACKEND_NAMES.get(str(s['backend']), s['backend'])} ({s['launcher']})"
+                       for f, s in found["sides"].items())
+    threads, cores = found["threads"], found["cores"]
+    if threads:
+        text += f", {'/'.join(map(str, threads))} thread{'s' * (threads != [1])} per rank"
+    if cores:
+        text += f", {world_size} rank{'s' * (world_size != 1)} on {cores} core{'s' * (cores != 1)}"
+    return text
+
+
 def speed_summary_blocks(analysis: dict) -> list[Block]:
     """Under the verdict: the setups each world size compared, and Open MPI's busy-polling where it bit."""
-    setups = [f"np {level['world_size']}: {level['compared']['text']}" for level in analysis["levels"]
-              if level.get("compared") and level["compared"]["text"]]
-    notes = sorted({level["compared"]["busy_poll"] for level in analysis["levels"]
-                    if level.get("compared") and level["compared"]["busy_poll"]})
+    levels = [level for level in analysis["levels"] if level.get("compared")]
+    setups = [f"np {level['world_size']}: {text}" for level in levels if (text := setup_text(level))]
     blocks: list[Block] = []
     if setups:
         blocks.append(Para(f"**Setups:** {'; '.join(setups)}."))
-    blocks += [Para(f"**Note:** {note}.") for note in notes]
+    if any(level["compared"]["busy_poll"] for level in levels):
+        blocks.append(Para(f"**Note:** {BUSY_POLL_NOTE}."))
     return blocks
 
+
+# ---- rounds and timing ----------------------------------------------------------------------------------
 
 def contention_cell(judged: dict) -> str:
     """One launch's contention in a table cell: others' CPU, own CPU per rank, steal, load before -> after."""
@@ -116,7 +214,7 @@ def timing_blocks(analysis: dict) -> list[Block]:
         blocks.append(Heading(3, f"np {level['world_size']}"))
         speed = level.get("speed")
         if speed:
-            blocks.append(Para(f"**{speed['sentence']}.**{precision_text(speed)}"))
+            blocks.append(Para(f"**{speed_sentence(speed)}.**{precision_text(speed)}"))
             blocks.append(rounds_table(speed))
         rows, phases = [], []
         for framework, t in level["timing"].items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 from compare.analysis.parity import ATOL, GAPS_UNDECIDED, SATURATION, STEP_K, STEP_RTOL
 from compare.names import display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
+from compare.render.causes import cause_lines
 
 OUTCOME_WORDS = {"holds": "parity holds", "fails": "parity fails", "undecided": "parity undecided",
                  "different jobs": "different jobs"}
@@ -205,6 +206,6 @@ def parity_blocks(analysis: dict) -> list[Block]:
             if comparison["end_points"]:
                 blocks.append(end_point_table(comparison))
                 blocks.append(Bullets([end_point_line(n, r) for n, r in comparison["end_points"].items()]))
-            if comparison["likely_causes"]:
-                blocks += [Para("Likely causes:"), Bullets(comparison["likely_causes"])]
+            if comparison["causes"]:
+                blocks += [Para("Likely causes:"), Bullets(cause_lines(comparison["causes"]))]
     return blocks
