@@ -28,6 +28,7 @@ from compare.analysis.speed import (
     sequential_design,
 )
 from compare.analysis.timing import rounds_ratio
+from compare.commands.report import tradeoff_inputs
 from compare.render.speed import speed_sentence, stop_line
 from tests.helpers import run
 
@@ -194,6 +195,20 @@ def test_tradeoff_parts():
     points = [{"gradient_bytes": 1e3, "ratio": 0.8}, {"gradient_bytes": 1e5, "ratio": 1.25}]
     assert crossover(points) == pytest.approx(1e4)
     assert crossover([{"gradient_bytes": 1e3, "ratio": 0.8}, {"gradient_bytes": 1e5, "ratio": 0.9}]) is None
+
+
+def test_the_tradeoffs_inputs_are_read_beside_the_comparison(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no results/faults here
+    out = tmp_path / "out"
+    (out / "faults").mkdir(parents=True)
+    assert tradeoff_inputs(out).faults is None and tradeoff_inputs(out).faults_source is None
+    found = {"results": [{"framework": "ddp", "recovered": True}]}
+    (out / "faults" / "faults.json").write_text(json.dumps(found))
+    inputs = tradeoff_inputs(out)
+    assert inputs.faults == found and inputs.faults_source == str(out / "faults" / "faults.json")
+    assert set(inputs.code_lines) == {"horovod", "ddp", "shared"} and all(inputs.code_lines.values())
+    (out / "faults" / "faults.json").write_text("{not json")
+    assert tradeoff_inputs(out).faults_source is None
 
 
 # ---- through the real launchers ---------------------------------------------------------------------------

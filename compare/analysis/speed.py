@@ -24,6 +24,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -344,12 +345,21 @@ def recovery(faults: dict | None) -> dict[str, dict]:
     return found
 
 
-def tradeoffs(levels: list[dict], runs: list[RunRecord], *, faults: dict | None = None,
-              lines: dict[str, int] | None = None) -> list[dict]:
+@dataclass(frozen=True)
+class TradeoffInputs:
+    """What the trade-offs table takes from outside the run records; `compare report` reads it."""
+
+    faults: dict | None = None  # `compare faults` results (faults.json)
+    faults_source: str | None = None  # where they were read
+    code_lines: dict[str, int] = field(default_factory=dict)  # "horovod", "ddp", "shared" -> its backend.py's
+
+
+def tradeoffs(levels: list[dict], runs: list[RunRecord], inputs: TradeoffInputs) -> dict:
     """What distribution buys and costs, measured per framework and world size: speed-up and scaling
-    efficiency against one worker, start-up, exposed communication per step, recovery, code."""
+    efficiency against one worker, start-up, exposed communication per step, recovery, code. "rows", with
+    where the recovery figures came from and the lines both backends share."""
     single = next((level["timing"] for level in levels if level["world_size"] == 1), {})
-    recovered = recovery(faults)
+    recovered = recovery(inputs.faults)
     rows = []
     for level in levels:
         world_size = level["world_size"]
@@ -365,9 +375,9 @@ def tradeoffs(levels: list[dict], runs: list[RunRecord], *, faults: dict | None 
                 "framework": framework, "world_size": world_size, "speedup": speedup,
                 "scaling_efficiency": entry["scaling_efficiency"], "startup_s": startup_s(mine),
                 "exposed_comm_s": exposed_communication_s(entry, one) if world_size > 1 else None,
-                "recovery": recovered.get(framework), "code_lines": (lines or {}).get(framework),
+                "recovery": recovered.get(framework), "code_lines": inputs.code_lines.get(framework),
             })
-    return rows
+    return {"rows": rows, "faults_source": inputs.faults_source, "shared_lines": inputs.code_lines.get("shared")}
 
 
 # ---- the model-size sweep -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from compare.analysis.causes import likely_causes
 from compare.analysis.judge import judge
 from compare.analysis.parity import CONFIDENCE, STEP_K, STEP_RTOL, Band, Margin, calibrated_band, combine_bands
 from compare.analysis.records import RecordError, RunRecord, jsonable
-from compare.analysis.speed import add_speed
+from compare.analysis.speed import TradeoffInputs, add_speed, tradeoffs
 from compare.analysis.time_to_target import Target, time_to_target
 from compare.names import FRAMEWORKS, JUDGED, display
 
@@ -201,11 +201,13 @@ def run_summary(run: RunRecord) -> dict:
 
 def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, k: int = STEP_K,
             margins: dict[str, Margin] | None = None, allow: frozenset[str] = frozenset(),
-            bands: dict[int, Band] | None = None, targets: tuple[Target, ...] = ()) -> dict:
+            bands: dict[int, Band] | None = None, targets: tuple[Target, ...] = (),
+            tradeoff_inputs: TradeoffInputs | None = None) -> dict:
     """The whole report's data. Runs that did not end well are listed under "failures" and not judged.
     The band of each world size is its calibration pair's when the runs hold one (compare run makes it),
     else `bands` (given), else the documented default. With `targets`, "time_to_target" holds a verdict
-    per target and world size (compare/analysis/time_to_target.py); without, the key is absent."""
+    per target and world size (compare/analysis/time_to_target.py); without, the key is absent.
+    `tradeoff_inputs`: the fault results and code sizes of the trade-offs table (none: its cells stay empty)."""
     groups = group_runs(runs)
     calibrated = {**calibration_bands(runs, rtol, k), **{("ddp", ws): band for ws, band in (bands or {}).items()}}
     world_sizes = sorted({ws for f, ws in groups if f in JUDGED})
@@ -227,4 +229,5 @@ def analyse(runs: list[RunRecord], *, warmup: int = 5, rtol: float = STEP_RTOL, 
         "imported": [{**identity(r), **{k: r.imported.get(k) for k in ("format", "source", "sha256", "imported_at")}}
                      for r in sorted(runs, key=lambda r: str(r.path)) if r.imported is not None],
         "notes": coverage_notes(groups),
+        "tradeoffs": tradeoffs(levels, runs, tradeoff_inputs or TradeoffInputs()),
     })

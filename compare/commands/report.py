@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compare.analysis.records import RecordError, RunRecord, find_runs
+from compare.analysis.speed import TradeoffInputs, code_lines
 from compare.analysis.summary import analyse
 from compare.analysis.time_to_target import Target, evaluated_metrics
 from compare.commands.arguments import (
@@ -31,6 +32,10 @@ from workload import record_format
 from workload.files import write_json_atomic
 
 COMPARISON_RECORD = "comparison.json"
+ROOT = Path(__file__).resolve().parents[2]
+BACKEND_FILES = {"horovod": ROOT / "hvd_impl" / "backend.py", "ddp": ROOT / "native_impl" / "backend.py",
+                 "shared": ROOT / "workload" / "backend.py"}
+FAULTS_RECORD = Path("faults") / "faults.json"  # where `compare faults` writes (results/faults by default)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,13 +97,44 @@ def inputs_from_records(directory: Path, analysis: AnalysisSettings, targets: tu
     return ReportInputs(analysis=analysis, targets=targets, tuning=tuning_from_record(directory / TUNING_RECORD))
 
 
+def find_faults(out: Path) -> Path | None:
+    """`compare faults` results beside this comparison: OUT/faults, OUT/../faults, or results/faults."""
+    for candidate in (out / FAULTS_RECORD, out.parent / FAULTS_RECORD, Path("results") / FAULTS_RECORD):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def backend_lines() -> dict[str, int]:
+    """Lines of code of each framework's backend.py and of the base both build on ("shared")."""
+    lines = {}
+    for name, path in BACKEND_FILES.items():
+        try:
+            lines[name] = code_lines(path.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+    return lines
+
+
+def tradeoff_inputs(out: Path) -> TradeoffInputs:
+    """What the trade-offs table needs beyond the records: the fault results found beside them, the code sizes."""
+    source = find_faults(out)
+    faults = None
+    if source is not None:
+        try:
+            faults = json.loads(source.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            source = None
+    return TradeoffInputs(faults=faults, faults_source=str(source) if source else None, code_lines=backend_lines())
+
+
 def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes: list[Outcome] | None = None,
             wall_s: float | None = None) -> int:
     if not runs:
         raise RecordError(f"{out}: no run records found")
     settings = inputs.analysis
     analysis = analyse(runs, warmup=settings.warmup, k=settings.k, rtol=settings.rtol, margins=settings.margins,
-                       allow=settings.allowed, targets=inputs.targets)
+                       allow=settings.allowed, targets=inputs.targets, tradeoff_inputs=tradeoff_inputs(out))
     launch_failures = _launch_failures(outcomes or [])
     analysis["failures"] = launch_failures + analysis["failures"]
     # What only `compare run` knows (its commands, network, wall time, a skipped reference) is kept in

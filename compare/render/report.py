@@ -28,14 +28,7 @@ from compare.render.blocks import (
 )
 from compare.render.causes import cause_lines
 from compare.render.plots import write_plots
-from compare.render.speed import (
-    add_tradeoffs,
-    speed_line,
-    speed_sentence,
-    speed_summary_blocks,
-    timing_blocks,
-    tradeoff_blocks,
-)
+from compare.render.speed import speed_line, speed_sentence, speed_summary_blocks, timing_blocks, tradeoff_blocks
 from compare.render.time_to_target import time_to_target_blocks, time_to_target_line
 from compare.render.verdicts import OUTCOME_WORDS, parity_blocks, parity_line
 from workload.files import write_atomic
@@ -250,7 +243,6 @@ def write_report(
     commands = list(commands or [])
     environment = environment if environment is not None else environment_from_runs(runs)
     plots = write_plots(runs, analysis, out_dir)
-    add_tradeoffs(analysis, runs, out_dir)
     document = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

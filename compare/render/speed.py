@@ -4,11 +4,7 @@ communication, recovery, code)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from compare.analysis.records import RunRecord
-from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, code_lines, tradeoffs
+from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome
 from compare.names import display
 from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
 from compare.render.time_to_target import tradeoff_cells, tradeoff_headers
@@ -20,10 +16,6 @@ BUSY_POLL_NOTE = ("Horovod ran on Open MPI with ranks that lacked a free core: O
                   f"{YIELD_SETTING} (mpi_yield_when_idle) in the environment of `compare run` makes waiting ranks "
                   "yield; `--horovod-controller gloo` avoids MPI")
 WITHHELD = (SpeedOutcome.OVERSUBSCRIBED, SpeedOutcome.CONTENDED)
-ROOT = Path(__file__).resolve().parents[2]
-BACKEND_FILES = {"horovod": ROOT / "hvd_impl" / "backend.py", "ddp": ROOT / "native_impl" / "backend.py"}
-SHARED_BACKEND = ROOT / "workload" / "backend.py"
-FAULTS_RECORD = Path("faults") / "faults.json"  # where `compare faults` writes (results/faults by default)
 
 
 # ---- the speed verdict ----------------------------------------------------------------------------------
@@ -237,38 +229,6 @@ def timing_blocks(analysis: dict) -> list[Block]:
 
 
 # ---- trade-offs ----------------------------------------------------------------------------------------
-
-def find_faults(out_dir: Path) -> Path | None:
-    """`compare faults` results beside this comparison: OUT/faults, OUT/../faults, or results/faults."""
-    for candidate in (out_dir / FAULTS_RECORD, out_dir.parent / FAULTS_RECORD, Path("results") / FAULTS_RECORD):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def backend_lines() -> dict[str, int]:
-    lines = {}
-    for framework, path in {**BACKEND_FILES, "shared": SHARED_BACKEND}.items():
-        try:
-            lines[framework] = code_lines(path.read_text(encoding="utf-8"))
-        except OSError:
-            continue
-    return lines
-
-
-def add_tradeoffs(analysis: dict, runs: list[RunRecord], out_dir: Path) -> None:
-    """analysis["tradeoffs"]: the table's rows, with where the recovery figures came from."""
-    source = find_faults(out_dir)
-    faults = None
-    if source is not None:
-        try:
-            faults = json.loads(source.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            source = None
-    lines = backend_lines()
-    analysis["tradeoffs"] = {"rows": tradeoffs(analysis["levels"], runs, faults=faults, lines=lines),
-                             "faults_source": str(source) if source else None, "shared_lines": lines.get("shared")}
-
 
 def _recovery_cell(entry: dict | None) -> str:
     if not entry:
