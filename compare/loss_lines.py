@@ -150,6 +150,66 @@ def _number(text: str, where: str, what: str) -> float:
         raise LossLogError(f"{where}: {what} {text!r} is not a number") from None
 
 
+def _rank_pieces(pieces: list[Piece], matching: dict[int, set[int]], rank: int,
+                 where: str) -> tuple[list[Piece], bool]:
+    """Rank `rank`'s pieces, and whether the log's training lines carry rank prefixes."""
+    printing = sorted({p.rank for p in pieces if p.rank is not None and matching[id(p)]})
+    if not printing:
+        if rank != 0:
+            raise LossLogError(f"{where}: its lines carry no rank prefix, so rank {rank}'s cannot be told apart "
+                               "(--rank needs a prefixed log)")
+        return pieces, False
+    if rank not in printing:
+        raise LossLogError(f"{where}: no training loss line of rank {rank} (ranks that printed one: "
+                           f"{', '.join(map(str, printing))}); choose one with --rank")
+    return [piece for piece in pieces if piece.rank == rank], True
+
+
+def _events(mine: list[Piece], matching: dict[int, set[int]], chosen: int, regex: re.Pattern, evals: re.Pattern,
+            where: str) -> list[tuple]:
+    """("train", (epoch, step), values, where) / ("eval", None, values, where), in the order printed."""
+    events = []
+    for piece in mine:
+        spot = f"{where}:{piece.line}"
+        if chosen in matching[id(piece)] and (found := regex.search(piece.text)) is not None:
+            values = {"loss": _number(found["loss"], spot, "loss")}
+            if "lr" in regex.groupindex and found["lr"] is not None:
+                values["lr"] = _number(found["lr"], spot, "lr")
+            epoch = int(found["epoch"]) if "epoch" in regex.groupindex and found["epoch"] is not None else None
+            events.append(("train", (epoch, int(found["step"])), values, spot))
+        elif (found := evals.search(piece.text)) is not None:
+            events.append(("eval", None, _eval_values(found, spot), spot))
+    return events
+
+
+def _record_events(log: LossLog, events: list[tuple], step_from: str) -> None:
+    """The events into log.steps and log.evals, numbered by `step_from`; a step printed twice with other
+    values is several writers (an error without rank prefixes, log.repeated with them)."""
+    numbering = _numbering([key for kind, key, _, _ in events if kind == "train"], step_from)
+    log.step_rule = numbering.rule
+    first_value: dict[tuple, float] = {}
+    last_step = None
+    trained = 0  # training lines so far
+    for kind, key, values, spot in events:
+        if kind == "eval":
+            if last_step is not None:  # an evaluation belongs to the last training step printed before it
+                earlier = log.evals.get(last_step)
+                if earlier is not None and earlier != values and not log.prefixed:
+                    raise LossLogError(_several_writers(spot, f"the evaluation after step {last_step}",
+                                                        earlier, values))
+                log.evals[last_step] = values
+            continue
+        trained += 1
+        step = trained if step_from == "order" else numbering.steps[key]
+        if step_from == "log" and key in first_value and first_value[key] != values["loss"]:
+            if not log.prefixed:
+                raise LossLogError(_several_writers(spot, f"step {_shown(key)}", {"loss": first_value[key]}, values))
+            log.repeated.append((_shown(key), first_value[key], values["loss"]))
+        first_value.setdefault(key, values["loss"])
+        log.steps[step] = values
+        last_step = step
+
+
 def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None = None, rank: int = 0,
                   step_from: str = "log", where: str = "the log") -> LossLog:
     """Rank `rank`'s training losses (and evaluations) from a log. Raises LossLogError with one line."""
@@ -166,58 +226,14 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
         raise LossLogError(f"{where}: --rank {rank} is beyond the world size {world}")
     # which training patterns each piece matches, computed once: a log can have a million lines
     matching = {id(piece): {i for i, r in enumerate(trains) if r.search(piece.text)} for piece in pieces}
-    printing = sorted({p.rank for p in pieces if p.rank is not None and matching[id(p)]})
-    prefixed = bool(printing)
-    if prefixed:
-        mine = [piece for piece in pieces if piece.rank == rank]
-        if rank not in printing:
-            raise LossLogError(f"{where}: no training loss line of rank {rank} (ranks that printed one: "
-                               f"{', '.join(map(str, printing))}); choose one with --rank")
-    else:
-        if rank != 0:
-            raise LossLogError(f"{where}: its lines carry no rank prefix, so rank {rank}'s cannot be told apart "
-                               "(--rank needs a prefixed log)")
-        mine = pieces
+    mine, prefixed = _rank_pieces(pieces, matching, rank, where)
     chosen = next((i for i in range(len(trains)) if any(i in matching[id(piece)] for piece in mine)), None)
     if chosen is None:
         raise LossLogError(f"{where}: no training loss found (no line matches " + (
             "--regex)" if train else "'step N ... loss X' or 'Train Epoch: E [N/M (P%)] Loss: X'; give --regex)"))
     regex = trains[chosen]
     log = LossLog(pattern=regex.pattern, prefixed=prefixed, ranks=tuple(named), world_size=world)
-    events = []  # ("train", key, values, where) / ("eval", None, values, where), in the order printed
-    for piece in mine:
-        spot = f"{where}:{piece.line}"
-        if chosen in matching[id(piece)] and (found := regex.search(piece.text)) is not None:
-            values = {"loss": _number(found["loss"], spot, "loss")}
-            if "lr" in regex.groupindex and found["lr"] is not None:
-                values["lr"] = _number(found["lr"], spot, "lr")
-            epoch = int(found["epoch"]) if "epoch" in regex.groupindex and found["epoch"] is not None else None
-            events.append(("train", (epoch, int(found["step"])), values, spot))
-        elif (found := evals.search(piece.text)) is not None:
-            events.append(("eval", None, _eval_values(found, spot), spot))
-    numbering = _numbering([key for kind, key, _, _ in events if kind == "train"], step_from)
-    log.step_rule = numbering.rule
-    first_value: dict[tuple, float] = {}
-    last_step = None
-    trained = 0  # training lines so far
-    for kind, key, values, spot in events:
-        if kind == "eval":
-            if last_step is not None:  # an evaluation belongs to the last training step printed before it
-                earlier = log.evals.get(last_step)
-                if earlier is not None and earlier != values and not prefixed:
-                    raise LossLogError(_several_writers(spot, f"the evaluation after step {last_step}",
-                                                        earlier, values))
-                log.evals[last_step] = values
-            continue
-        trained += 1
-        step = trained if step_from == "order" else numbering.steps[key]
-        if step_from == "log" and key in first_value and first_value[key] != values["loss"]:
-            if not prefixed:
-                raise LossLogError(_several_writers(spot, f"step {_shown(key)}", {"loss": first_value[key]}, values))
-            log.repeated.append((_shown(key), first_value[key], values["loss"]))
-        first_value.setdefault(key, values["loss"])
-        log.steps[step] = values
-        last_step = step
+    _record_events(log, _events(mine, matching, chosen, regex, evals, where), step_from)
     return log
 
 
