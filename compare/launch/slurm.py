@@ -153,62 +153,78 @@ def _first_node_lines() -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class SideInJob:
+    """How one side runs inside its allocation: the script's comment, the Slurm shape, the commands."""
+
+    how: str
+    tasks_per_node: int
+    cpus_per_task: int
+    body: list[str]
+    nodes: int
+
+
+def _horovod_in_job(form: str, per_node: int, threads: int, nodes: int, argv: list[str]) -> SideInJob:
+    if form == "srun":
+        return SideInJob("Horovod, every rank a Slurm task: srun --mpi=pmix (Open MPI takes its ranks from PMIx)",
+                         per_node, threads, ["srun --mpi=pmix --kill-on-bad-exit=1 python -m hvd_impl \\", *argv],
+                         nodes)
+    root_flag = " --allow-run-as-root" if os.geteuid() == 0 else ""
+    return SideInJob("Horovod under mpirun inside the allocation (Open MPI starts one orted per node through srun)",
+                     per_node, threads,
+                     [f'mpirun{root_flag} --bind-to none -np "$SLURM_NTASKS" python -m hvd_impl \\', *argv], nodes)
+
+
+def _ddp_in_job(form: str, per_node: int, threads: int, nodes: int, argv: list[str]) -> SideInJob:
+    if form == "torchrun":
+        body = [*_first_node_lines(),
+                "# is_host: the first node hosts the rendezvous store (torchrun would look for the address",
+                "# among its own host name's, which need not hold it).",
+                "srun --kill-on-bad-exit=1 bash -c 'exec torchrun --rdzv-conf is_host=$((SLURM_NODEID == 0)) "
+                "\"$@\"' torchrun \\",
+                f'    --nnodes "$SLURM_JOB_NUM_NODES" --nproc-per-node {per_node} --rdzv-backend c10d \\',
+                '    --rdzv-endpoint "$head_addr:$rdzv_port" --rdzv-id "$SLURM_JOB_ID" \\',
+                "    -m native_impl \\", *argv]
+        return SideInJob("DDP: srun starts one torchrun per node; c10d rendezvous on the first node",
+                         1, per_node * threads, body, nodes)
+    body = [*_first_node_lines(),
+            'export MASTER_ADDR="$head_addr" MASTER_PORT="$rdzv_port"',
+            "srun --kill-on-bad-exit=1 bash -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS "
+            "LOCAL_RANK=$SLURM_LOCALID \\",
+            "    LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE exec \"$@\"' task \\",
+            "    python -m native_impl \\", *argv]
+    return SideInJob("DDP, every rank a Slurm task: torch's variables from Slurm's", per_node, threads, body, nodes)
+
+
+def side_in_job(framework: str, world_size: int, nodes: int, threads: int, argv: list[str],
+                settings: SlurmSettings) -> SideInJob:
+    per_node = world_size // nodes
+    if framework == "horovod":
+        return _horovod_in_job(settings.horovod_form, per_node, threads, nodes, argv)
+    if framework == "ddp":
+        return _ddp_in_job(settings.ddp_form, per_node, threads, nodes, argv)
+    if framework == "reference":  # one process, on one node
+        return SideInJob("the single-process reference on the same global batches", 1, threads,
+                         [f"srun python -m workload.reference --emulate-world-size {world_size} \\", *argv], 1)
+    raise ValueError(f"unknown framework {framework!r}")
+
+
 def batch_script(framework: str, world_size: int, nodes: int, options: Options, run_root: Path,
                  settings: SlurmSettings, env: dict[str, str], time_min: int, *, root: Path) -> str:
     """The text of the batch script for one launch."""
-    per_node = world_size // nodes
-    threads = options.threads
     argv = _wrapped(to_argv(options, out=run_root, seeds=options.seeds))
-    python = sys.executable
-    bin_dir = str(Path(python).parent)
-    if framework == "horovod":
-        form = settings.horovod_form
-        tasks_per_node, cpus_per_task = per_node, threads
-        if form == "srun":
-            how = "Horovod, every rank a Slurm task: srun --mpi=pmix (Open MPI takes its ranks from PMIx)"
-            body = ["srun --mpi=pmix --kill-on-bad-exit=1 python -m hvd_impl \\", *argv]
-        else:
-            how = "Horovod under mpirun inside the allocation (Open MPI starts one orted per node through srun)"
-            root_flag = " --allow-run-as-root" if os.geteuid() == 0 else ""
-            body = [f'mpirun{root_flag} --bind-to none -np "$SLURM_NTASKS" python -m hvd_impl \\', *argv]
-    elif framework == "ddp":
-        form = settings.ddp_form
-        if form == "torchrun":
-            how = "DDP: srun starts one torchrun per node; c10d rendezvous on the first node"
-            tasks_per_node, cpus_per_task = 1, per_node * threads
-            body = [*_first_node_lines(),
-                    "# is_host: the first node hosts the rendezvous store (torchrun would look for the address",
-                    "# among its own host name's, which need not hold it).",
-                    "srun --kill-on-bad-exit=1 bash -c 'exec torchrun --rdzv-conf is_host=$((SLURM_NODEID == 0)) "
-                    "\"$@\"' torchrun \\",
-                    f'    --nnodes "$SLURM_JOB_NUM_NODES" --nproc-per-node {per_node} --rdzv-backend c10d \\',
-                    '    --rdzv-endpoint "$head_addr:$rdzv_port" --rdzv-id "$SLURM_JOB_ID" \\',
-                    "    -m native_impl \\", *argv]
-        else:
-            how = "DDP, every rank a Slurm task: torch's variables from Slurm's"
-            tasks_per_node, cpus_per_task = per_node, threads
-            body = [*_first_node_lines(),
-                    'export MASTER_ADDR="$head_addr" MASTER_PORT="$rdzv_port"',
-                    "srun --kill-on-bad-exit=1 bash -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS "
-                    "LOCAL_RANK=$SLURM_LOCALID \\",
-                    "    LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE exec \"$@\"' task \\",
-                    "    python -m native_impl \\", *argv]
-    elif framework == "reference":
-        how = "the single-process reference on the same global batches"
-        tasks_per_node, cpus_per_task, nodes = 1, threads, 1
-        body = [f"srun python -m workload.reference --emulate-world-size {world_size} \\", *argv]
-    else:
-        raise ValueError(f"unknown framework {framework!r}")
+    side = side_in_job(framework, world_size, nodes, options.threads, argv, settings)
+    bin_dir = str(Path(sys.executable).parent)
     header = [
         "#!/bin/bash",
-        f"# hvd-compare: {framework} at np {world_size} on {nodes} node{'s' if nodes > 1 else ''}.",
-        f"# {how}.",
+        f"# hvd-compare: {framework} at np {world_size} on {side.nodes} node{'s' if side.nodes > 1 else ''}.",
+        f"# {side.how}.",
         "# Written by `python -m compare run --scheduler slurm`; to submit it again by hand:",
         f"#   sbatch {run_root / SCRIPT_NAME}",
         f"#SBATCH --job-name=hvdc-{framework}-np{world_size}",
-        f"#SBATCH --nodes={nodes}",
-        f"#SBATCH --ntasks-per-node={tasks_per_node}",
-        f"#SBATCH --cpus-per-task={cpus_per_task}",
+        f"#SBATCH --nodes={side.nodes}",
+        f"#SBATCH --ntasks-per-node={side.tasks_per_node}",
+        f"#SBATCH --cpus-per-task={side.cpus_per_task}",
         f"#SBATCH --time={time_min}",
         f"#SBATCH --output={run_root / LAUNCH_LOG}",
         f"#SBATCH --chdir={root}",
@@ -225,7 +241,7 @@ def batch_script(framework: str, world_size: int, nodes: int, options: Options, 
         f"export PATH={shlex.quote(bin_dir)}:\"$PATH\"  # the project's Python, torchrun and mpirun's python",
         'echo "slurm job $SLURM_JOB_ID on $SLURM_JOB_NODELIST"',
         "set -x",
-        *body,
+        *side.body,
         "",
     ])
 
