@@ -317,6 +317,42 @@ def classify(scenario: str, returncode: int | None, timed_out: bool) -> str:
     return "failed unexpectedly" if scenario == "clean" else "failed as expected"
 
 
+def soak_job(ns: argparse.Namespace, index: int, setup_name: str, scenario: str, detector: LeftoverDetector,
+             reporter: ProgressReporter, foreign_seen: set[ProcKey]) -> JobResult:
+    """One job of the soak: launched, what it left behind found and killed, its line printed."""
+    setup = SETUPS[setup_name]
+    run_root = (ns.out / "jobs" / f"{index:03d}-{setup_name}-{scenario}").resolve()
+    # A stale checkpoint or fault marker would make --auto-resume skip the job or the fault not fire.
+    shutil.rmtree(run_root, ignore_errors=True)
+    launch = job_launch(setup, scenario, run_root, ns)
+    launch = dataclasses.replace(launch, env={**launch.env, MARKER: detector.marker(index)})
+    reporter.begin(f"{setup_name} {scenario}", index + 1, ns.jobs)
+
+    def on_poll(launch: Launch = launch) -> None:
+        detector.track_tree()
+        reporter.update(steps_done(launch.run_root, launch.seeds))
+
+    outcome = run_launch(launch, ns.timeout, on_poll=on_poll)
+    found = detector.settle(run_root, ns.grace)
+    foreign_seen.update(p.key for p in found.foreign)
+    if found:
+        detector.kill(found)
+    result = JobResult(
+        index, setup_name, setup.framework, setup.describe, scenario, outcome.returncode, outcome.timed_out,
+        classify(scenario, outcome.returncode, outcome.timed_out), expected_outcome(setup, scenario),
+        round(outcome.duration_s, 2), outcome.failing_rank, [p.as_dict() for p in found.processes],
+        [p.as_dict() for p in found.ports], str(run_root),
+        "private" if uses_private_network(setup, ns.network) else "host",
+        "" if outcome.ok else outcome.log_tail[-2000:])
+    message = f"{index:03d} {setup_name} {scenario}: {result.outcome} in {result.seconds:.1f} s"
+    if not result.as_expected:
+        message += f" (expected: {result.expected})"
+    if found:
+        message += f"; LEFT BEHIND, killed: {found.describe()}"
+    reporter.end(message, ns.steps, ok=result.as_expected and not found)
+    return result
+
+
 def run_soak(ns: argparse.Namespace) -> int:
     out: Path = ns.out
     jobs_dir = out / "jobs"
@@ -331,37 +367,7 @@ def run_soak(ns: argparse.Namespace) -> int:
     interrupted = False
     try:
         for index, (setup_name, scenario) in enumerate(schedule):
-            setup = SETUPS[setup_name]
-            run_root = (jobs_dir / f"{index:03d}-{setup_name}-{scenario}").resolve()
-            # A stale checkpoint or fault marker would make --auto-resume skip the job or the fault not fire.
-            shutil.rmtree(run_root, ignore_errors=True)
-            launch = job_launch(setup, scenario, run_root, ns)
-            launch = dataclasses.replace(launch, env={**launch.env, MARKER: detector.marker(index)})
-            reporter.begin(f"{setup_name} {scenario}", index + 1, ns.jobs)
-
-            def on_poll(launch: Launch = launch) -> None:
-                detector.track_tree()
-                reporter.update(steps_done(launch.run_root, launch.seeds))
-
-            outcome = run_launch(launch, ns.timeout, on_poll=on_poll)
-            found = detector.settle(run_root, ns.grace)
-            foreign_seen.update(p.key for p in found.foreign)
-            if found:
-                detector.kill(found)
-            result = JobResult(
-                index, setup_name, setup.framework, setup.describe, scenario, outcome.returncode, outcome.timed_out,
-                classify(scenario, outcome.returncode, outcome.timed_out), expected_outcome(setup, scenario),
-                round(outcome.duration_s, 2), outcome.failing_rank, [p.as_dict() for p in found.processes],
-                [p.as_dict() for p in found.ports], str(run_root),
-                "private" if uses_private_network(setup, ns.network) else "host",
-                "" if outcome.ok else outcome.log_tail[-2000:])
-            results.append(result)
-            message = f"{index:03d} {setup_name} {scenario}: {result.outcome} in {result.seconds:.1f} s"
-            if not result.as_expected:
-                message += f" (expected: {result.expected})"
-            if found:
-                message += f"; LEFT BEHIND, killed: {found.describe()}"
-            reporter.end(message, ns.steps, ok=result.as_expected and not found)
+            results.append(soak_job(ns, index, setup_name, scenario, detector, reporter, foreign_seen))
             write_json_atomic(out / "soak.json", document(ns, results, final, foreign_seen, started, done=False))
     except KeyboardInterrupt:
         interrupted = True  # run_launch has killed the launch in progress; report what ran
