@@ -49,7 +49,7 @@ def signal_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", required=True, help="every node and its slots, in rank order: node0:2,node1:2")
     parser.add_argument("--node", default=socket.gethostname(), help="this node's name in --hosts")
@@ -59,35 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds to wait for the rendezvous and for the other nodes' workers")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the worker command")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no worker command given (after --)")
+    return parser
 
-    hosts = parse_hosts(args.hosts)
-    plan = get_host_assignments(hosts, sum(host.slots for host in hosts))
-    mine = [slot for slot in plan if slot.hostname == args.node]
-    if not mine:
-        parser.error(f"--node {args.node} is not one of --hosts {args.hosts}")
-    host, _, port_text = args.rendezvous.rpartition(":")
-    port = int(port_text)
-    address = socket.gethostbyname(host)
 
-    server = None
-    if args.node == hosts[0].hostname:
-        server = RendezvousHTTPServer(("0.0.0.0", port), RendezvousHandler, 0)
-        server.init(plan)
-        in_thread(target=server.serve_forever)
-    else:
-        wait_for_port(address, port, args.timeout)
-
-    run_env = {key: str(value) for key, value in create_run_env_vars(address, [args.iface], port).items()}
-    # WORKLOAD_LAUNCHER: the workers cannot otherwise tell this launcher from horovodrun --gloo.
-    env = {**os.environ, **run_env, "PYTHONUNBUFFERED": "1", "WORKLOAD_LAUNCHER": "hvd_gloo_node"}
-    env.setdefault("HOROVOD_GLOO_TIMEOUT_SECONDS", str(int(args.timeout)))
-    workers = {slot.rank: subprocess.Popen(command, env={**env, **create_slot_env_vars(slot)},
-                                           start_new_session=True) for slot in mine}
-    print(f"hvd_gloo_node: {args.node} started ranks {sorted(workers)} of {len(plan)}", flush=True)
+def supervise(workers: dict[int, subprocess.Popen]) -> int:
+    """Wait for the local workers; at the first failure stop the others (SIGTERM, SIGKILL after 10 s) and
+    return its status, as horovodrun does."""
 
     def stop(_signum=None, _frame=None) -> None:
         for process in workers.values():
@@ -117,9 +94,45 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.2)
     finally:
         stop()
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no worker command given (after --)")
+
+    hosts = parse_hosts(args.hosts)
+    plan = get_host_assignments(hosts, sum(host.slots for host in hosts))
+    mine = [slot for slot in plan if slot.hostname == args.node]
+    if not mine:
+        parser.error(f"--node {args.node} is not one of --hosts {args.hosts}")
+    host, _, port_text = args.rendezvous.rpartition(":")
+    port = int(port_text)
+    address = socket.gethostbyname(host)
+
+    server = None
+    if args.node == hosts[0].hostname:
+        server = RendezvousHTTPServer(("0.0.0.0", port), RendezvousHandler, 0)
+        server.init(plan)
+        in_thread(target=server.serve_forever)
+    else:
+        wait_for_port(address, port, args.timeout)
+
+    run_env = {key: str(value) for key, value in create_run_env_vars(address, [args.iface], port).items()}
+    # WORKLOAD_LAUNCHER: the workers cannot otherwise tell this launcher from horovodrun --gloo.
+    env = {**os.environ, **run_env, "PYTHONUNBUFFERED": "1", "WORKLOAD_LAUNCHER": "hvd_gloo_node"}
+    env.setdefault("HOROVOD_GLOO_TIMEOUT_SECONDS", str(int(args.timeout)))
+    workers = {slot.rank: subprocess.Popen(command, env={**env, **create_slot_env_vars(slot)},
+                                           start_new_session=True) for slot in mine}
+    print(f"hvd_gloo_node: {args.node} started ranks {sorted(workers)} of {len(plan)}", flush=True)
+    try:
+        return supervise(workers)
+    finally:
         if server is not None:
             server.shutdown()
-    return status
 
 
 if __name__ == "__main__":
