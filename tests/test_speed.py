@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compare.analysis.contention import OTHERS_MIN_CORES, STEAL_LIMIT, judge
+from compare.analysis.contention import OTHERS_MIN_CORES, STEAL_LIMIT, judge_contention
 from compare.analysis.records import RunRecord, find_runs
 from compare.analysis.sequential import METHOD, confidence_sequence, rounds_for
 from compare.analysis.simulate_speed import MEASURED, SIDES, ddp_level, draw_run
@@ -148,16 +148,17 @@ def contention_record(**figures) -> dict:
 
 
 def test_contention_judgement():
-    assert not judge(contention_record())["contended"]
-    busy = judge(contention_record(others_cores=0.41, top_others=[{"pid": 7, "name": "python3", "cpu_s": 4.1}]))
+    assert not judge_contention(contention_record())["contended"]
+    busy = judge_contention(contention_record(others_cores=0.41,
+                                              top_others=[{"pid": 7, "name": "python3", "cpu_s": 4.1}]))
     assert busy["contended"] and busy["cause"] == "others" and busy["lacks_free_core"]
     # One rank on two cores: a little company leaves a core idle; a busy loop does not.
-    assert not judge(contention_record(ranks=1, own_cpu_s=10.5, others_cores=0.3))["contended"]
-    assert judge(contention_record(ranks=1, own_cpu_s=10.5, others_cores=1.0))["contended"]
-    assert judge(contention_record(steal_fraction=0.2))["cause"] == "steal"
-    over = judge(contention_record(ranks=4))
+    assert not judge_contention(contention_record(ranks=1, own_cpu_s=10.5, others_cores=0.3))["contended"]
+    assert judge_contention(contention_record(ranks=1, own_cpu_s=10.5, others_cores=1.0))["contended"]
+    assert judge_contention(contention_record(steal_fraction=0.2))["cause"] == "steal"
+    over = judge_contention(contention_record(ranks=4))
     assert over["oversubscribed"] and not over["contended"]
-    assert judge(None) == {"measured": False, "contended": False, "oversubscribed": False,
+    assert judge_contention(None) == {"measured": False, "contended": False, "oversubscribed": False,
                            "lacks_free_core": None, "cause": None}
 
 

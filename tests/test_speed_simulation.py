@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compare.analysis.contention import judge
+from compare.analysis.contention import judge_contention
 from compare.analysis.records import RunRecord
 from compare.analysis.sequential import log_half_width, sequence_bounds
 from compare.analysis.simulate_speed import (
@@ -101,7 +101,7 @@ def test_the_noise_is_the_documented_one():
     for cores in (busy.min(), busy.max()):  # the detector lets every one of these launches count
         record = {"wall_s": 10.0, "ranks": 2, "threads_per_rank": 1, "available_cores": 2, "own_cpu_s": 19.0,
                   "others_cores": float(cores), "steal_fraction": 0.0}
-        assert not judge(record)["contended"]
+        assert not judge_contention(record)["contended"]
 
 
 # ---- the vectorised rules are compare_speed's ------------------------------------------------------------

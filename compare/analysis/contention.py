@@ -35,7 +35,7 @@ def launch_contention(run: RunRecord) -> dict | None:
     return None
 
 
-def judge(record: dict | None) -> dict:
+def judge_contention(record: dict | None) -> dict:
     """contended / oversubscribed / lacks a free core, with the figures that say why (no prose)."""
     if not record:
         return {"measured": False, "contended": False, "oversubscribed": False, "lacks_free_core": None,

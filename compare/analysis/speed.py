@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compare.analysis.contention import judge, launch_contention
+from compare.analysis.contention import judge_contention, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
 from compare.analysis.sequential import confidence_sequence
@@ -96,7 +96,7 @@ def speed_rounds(runs: Iterable[RunRecord], world_size: int, warmup: int) -> lis
             chosen = [run for run in sides[framework] if run.seed in common]
             row[f"{framework}_median_s"] = launch_median(chosen, warmup)
             record = launch_contention(sides[framework][0])
-            row["contention"][framework] = {**judge(record), "record": record}
+            row["contention"][framework] = {**judge_contention(record), "record": record}
             row["started"][framework] = (record or {}).get("started_unix") or sides[framework][0].meta.get(
                 "start_time")
         a, b = row["horovod_median_s"], row["ddp_median_s"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from compare.analysis.contention import judge, launch_contention
+from compare.analysis.contention import judge_contention, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import FINAL_LOSS_STEPS, RunRecord, jsonable
 from compare.names import FRAMEWORKS
@@ -213,7 +213,7 @@ def seed_result(run: RunRecord, target: Target, launch_first_wall: float | None 
         best = (max if METRICS[target.metric].higher_is_better else min)(values) if values else None
     return SeedResult(seed=run.seed, reached=hit is not None, step=hit[0] if hit else None, seconds=seconds,
                       value=hit[1] if hit else best, last_step=run.last_step, origin=origin,
-                      contended=bool(judge(record)["contended"]))
+                      contended=bool(judge_contention(record)["contended"]))
 
 
 # ---- over seeds and sides -------------------------------------------------------------------------------
