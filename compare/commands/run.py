@@ -267,7 +267,7 @@ def run_suite(plan: ComparisonPlan) -> int:
         if design is not None:
             # Until a later round has run, its time is guessed from round 1's, by the launches in each.
             per_launch = (time.monotonic() - started) / len(first_round)
-            per_round = per_launch * len(later_rounds(plan, range(2, 3)))
+            per_round = per_launch * len(plan.frameworks) * len(plan.world_sizes)  # a later round's launches
             more_rounds(plan, design, runner, steps_of, started, per_round, ok)
     finally:
         runner.reporter.close()
