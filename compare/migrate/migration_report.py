@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from compare.migrate.rewrite import Change, Migration
+from compare.migrate.migration import Change, Migration
 
 
 def map_lines(original: str, new: str) -> dict[int, int | None]:

@@ -1,0 +1,95 @@
+"""The small functions the rewrite adds to a migrated script, each standing for the Horovod call its
+docstring names.
+"""
+
+from __future__ import annotations
+
+HELPERS = {
+    "all_reduce": '''
+def all_reduce(tensor, op=dist.ReduceOp.SUM):
+    """hvd.allreduce(op=Sum/Min/Max/Product): a reduced copy (torch.distributed reduces in place)."""
+    result = tensor.clone()
+    dist.all_reduce(result, op=op)
+    return result
+''',
+    "all_reduce_mean": '''
+def all_reduce_mean(tensor):
+    """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size."""
+    result = tensor.clone()
+    dist.all_reduce(result)
+    return result / dist.get_world_size()
+''',
+    "all_reduce_mean_": '''
+def all_reduce_mean_(tensor):
+    """hvd.allreduce_ (in place, op=Average): sum in place, then divide in place."""
+    dist.all_reduce(tensor)
+    return tensor.div_(dist.get_world_size())
+''',
+    "all_gather_cat": '''
+def all_gather_cat(tensor):
+    """hvd.allgather: every rank's tensor, concatenated along dimension 0 (here all of the same shape)."""
+    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, tensor.contiguous())
+    return torch.cat(parts)
+''',
+    "broadcast_copy": '''
+def broadcast_copy(tensor, src):
+    """hvd.broadcast: a copy of rank src's tensor (dist.broadcast overwrites its argument in place)."""
+    result = tensor.clone()
+    dist.broadcast(result, src=src)
+    return result
+''',
+    "broadcast_inplace": '''
+def broadcast_inplace(tensor, src):
+    """hvd.broadcast_: overwrite tensor with rank src's, and return it."""
+    dist.broadcast(tensor, src=src)
+    return tensor
+''',
+    "all_gather_objects": '''
+def all_gather_objects(obj):
+    """hvd.allgather_object: the list of every rank's object."""
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, obj)
+    return gathered
+''',
+    "broadcast_object": '''
+def broadcast_object(obj, src=0):
+    """hvd.broadcast_object: rank src's object on every rank."""
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+''',
+    "mark_last": '''
+def mark_last(iterable):
+    """backward_passes_per_step=k over an inner loop: each item with whether it is the last pass, whose
+    backward() DDP syncs (the items and their order unchanged; each is read one pass ahead)."""
+    iterator = iter(iterable)
+    try:
+        item = next(iterator)
+    except StopIteration:
+        return
+    for following in iterator:
+        yield False, item
+        item = following
+    yield True, item
+''',
+    "run_spawned": '''
+def _spawned_worker(local_rank, fn, np, port, args, kwargs, results):
+    # What torchrun would set: init_process_group() reads it (env://).
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(local_rank), WORLD_SIZE=str(np),
+                      LOCAL_RANK=str(local_rank), LOCAL_WORLD_SIZE=str(np), GROUP_RANK="0")
+    results[local_rank] = fn(*args, **kwargs)
+
+
+def run_spawned(fn, args=(), kwargs=None, np=1):
+    """horovod.run(fn, args, np=N) on one host: torch.multiprocessing.spawn, returning each rank's result."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with torch.multiprocessing.Manager() as manager:
+        results = manager.dict()
+        torch.multiprocessing.spawn(_spawned_worker, args=(fn, np, port, args, kwargs or {}, results), nprocs=np)
+        return [results[rank] for rank in range(np)]
+''',
+}
+HELPER_IMPORTS = {"run_spawned": ("os", "socket")}

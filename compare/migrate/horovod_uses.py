@@ -1,0 +1,203 @@
+"""Pass 1: where Horovod is used, and what each use becomes (the imports, every hvd. name and call)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import get_full_name_for_node
+
+from compare.migrate import notes
+from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON
+from compare.migrate.syntax import argument, is_lightning_module, keyword_args, receiver_of
+from compare.migrate.uses_accumulation import AccumulationUses
+from compare.migrate.uses_lightning import LightningUses
+
+
+class HorovodUses(LightningUses, AccumulationUses):
+    """Pass 1: where Horovod is used, and what each use becomes. The visits of the imports and of every
+    Horovod name and call are here; Lightning's Trainer and gradient accumulation are the parts it is made of."""
+
+    # imports
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name)
+            bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
+            if name == "horovod.torch":
+                self.hvd.add(bound)  # `import horovod.torch` binds the dotted name itself
+                self.hvd_imports.append(node)
+            elif name == "horovod":
+                self.horovod.add(bound)
+                self.hvd_imports.append(node)
+            elif name and name.startswith("horovod"):
+                self.hvd_imports.append(node)
+                self.flag(node, "unrecognised", f"import of {name}: only horovod.torch is migrated")
+            elif is_lightning_module(name):
+                if alias.asname:
+                    self.lightning_names[bound] = name  # type: ignore[index,assignment]
+                else:  # `import lightning.pytorch` binds `lightning`
+                    self.lightning_names[name.split(".")[0]] = name.split(".")[0]  # type: ignore[union-attr]
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = get_full_name_for_node(node.module) if node.module else ""
+        if is_lightning_module(module):
+            self.record_lightning_import(node, module)
+            return
+        if not module or not module.startswith("horovod"):
+            return
+        self.hvd_imports.append(node)
+        names = node.names if isinstance(node.names, (list, tuple)) else []
+        if module == "horovod" and names and all(get_full_name_for_node(a.name) == "torch" for a in names):
+            self.hvd.add(get_full_name_for_node(names[0].asname.name) if names[0].asname else "torch")
+        elif module == "horovod" and names and all(get_full_name_for_node(a.name) == "run" for a in names):
+            self.flag(node, "unrecognised", "from horovod import run: write horovod.run(...) to have it migrated")
+        else:
+            category = "elastic" if "elastic" in module else "unrecognised"
+            self.flag(node, category, f"from {module} import ...: not migrated; rewrite with "
+                                      "`import horovod.torch as hvd`")
+
+    # every use
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        parent = self.parents[node]
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # only the outermost of hvd.a.b
+        if self.is_horovod_class(node):
+            self.horovod_class_refs.append((None, node))
+        name = self.hvd_name(node)
+        if name is None:
+            horovod_name = get_full_name_for_node(node)
+            if horovod_name in {f"{alias}.run" for alias in self.horovod} and not (
+                    isinstance(parent, cst.Call) and parent.func is node):
+                self.flag(node, "unrecognised", "horovod.run used other than as a call")
+            return
+        root = name.split(".")[0]
+        if root in NEEDS_A_PERSON or name in NEEDS_A_PERSON:
+            category, why = NEEDS_A_PERSON.get(name) or NEEDS_A_PERSON[root]
+            self.flag(node, category, why)
+        elif name in ("Average", "Sum", "Min", "Max", "Product"):
+            if not self._inside_handled_call(node):
+                self.flag(node, "unrecognised", f"hvd.{name} outside an allreduce: give the reduction by hand")
+        elif name not in HANDLED:
+            self.flag(node, "unrecognised", f"hvd.{name} has no migration here: rewrite it by hand")
+        elif name not in ("Compression.fp16", "Compression.none") and not (
+                isinstance(parent, cst.Call) and parent.func is node):
+            self.flag(node, "unrecognised", f"hvd.{name} used other than as a call: rewrite it by hand")
+
+    def _inside_handled_call(self, node: cst.CSTNode) -> bool:
+        while True:
+            node = self.parents[node]
+            if isinstance(node, cst.Call) and self.hvd_name(node.func) in ("allreduce", "allreduce_",
+                                                                           "DistributedOptimizer"):
+                return True
+            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Module)):
+                return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if m.matches(node.func, m.Attribute(attr=m.Name("commit"))):
+            self.commit_calls.append(node)
+        name = self.hvd_name(node.func)
+        keywords = keyword_args(node)
+        if "process_set" in keywords or "process_sets" in keywords:
+            self.flag(node, "process sets", notes.PROCESS_SETS)
+        if self.is_trainer(node.func):
+            self._plan_trainer(node)
+        if name == "init":
+            self.init_calls.append(node)
+            stmt = self.statement_of(node)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                self.init_stmt = stmt
+            if node.args:
+                self.flag(node, "process sets", "hvd.init(...) arguments (communicator, process sets): "
+                                                 "dist.init_process_group / dist.new_group by hand")
+        elif name == "shutdown":
+            self.has_shutdown = True
+        elif name == "SyncBatchNorm":
+            self.has_sync_batchnorm = True
+        elif name == "DistributedOptimizer":
+            self._distributed_optimizer(node, keywords)
+        elif name == "broadcast_parameters":
+            stmt = self.statement_of(node)
+            if isinstance(stmt, cst.SimpleStatementLine) and m.matches(stmt, m.SimpleStatementLine(
+                    body=[m.Expr(value=m.Call())])):
+                self.broadcast_parameters_stmts.append(stmt)
+                params = argument(node, 0, "params")
+                self.model = self.model or receiver_of(params, "state_dict") or receiver_of(params, "named_parameters")
+            else:
+                self.flag(node, "unrecognised", "hvd.broadcast_parameters(...) not as a statement of its own")
+        elif name == "broadcast_optimizer_state":
+            if not m.matches(self.statement_of(node), m.SimpleStatementLine(body=[m.Expr(value=m.Call())])):
+                self.flag(node, "unrecognised", "hvd.broadcast_optimizer_state(...) not as a statement of its own")
+        elif name == "join":
+            self._join(node)
+        elif name in ("allreduce", "allreduce_"):
+            op = keywords.get("op")
+            if op is not None and self.hvd_name(op) not in ("Average", "Sum", "Min", "Max", "Product", "Adasum"):
+                self.flag(node, "unrecognised", "allreduce op= is an expression: give the reduction by hand")
+            for scale in ("prescale_factor", "postscale_factor"):
+                if scale in keywords:
+                    self.flag(node, "unrecognised", f"allreduce {scale}: multiply the tensor by hand")
+        elif m.matches(node.func, m.Attribute(attr=m.Name("load_state_dict"))):
+            receiver = get_full_name_for_node(node.func.value)  # type: ignore[union-attr]
+            if receiver:
+                self.loaded_optimizers.add(receiver)
+        elif m.matches(node.func, m.Attribute(attr=m.Name("backward"))):
+            stmt = self.statement_of(node)
+            if m.matches(stmt, m.SimpleStatementLine(body=[m.Expr(value=m.Call())])):
+                self.backward_stmts.append(stmt)
+        if get_full_name_for_node(node.func) in {f"{a}.run" for a in self.horovod}:
+            for multi_host in ("hosts", "hostfile", "min_np", "max_np", "host_discovery_script"):
+                if multi_host in keywords:
+                    self.flag(node, "multi-host", f"horovod.run({multi_host}=...): torch.multiprocessing.spawn "
+                                                  "starts local processes only; use torchrun on each host")
+
+    def visit_If(self, node: cst.If) -> None:
+        if any(self.hvd_name(call.func) == "rank" for call in m.findall(node.test, m.Call())):
+            self.rank_guards.append(node)
+        if m.findall(node.body, m.Call(func=m.Attribute(attr=m.Name("step")))):
+            self.step_guards.append(node)
+
+    def _distributed_optimizer(self, node: cst.Call, keywords: dict) -> None:
+        stmt = self.statement_of(node)
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is node):
+            self.flag(node, "unrecognised", "hvd.DistributedOptimizer(...) other than as `name = hvd.Distributed"
+                                            "Optimizer(...)`: wrap the model in DDP by hand")
+            return
+        target = get_full_name_for_node(assign.targets[0].target)
+        self.optimizers.add(target or "")
+        self.dist_optimizer_stmt, self.dist_optimizer_call = stmt, node
+        inner = argument(node, 0, "optimizer")
+        inner_params = argument(inner, 0, "params") if isinstance(inner, cst.Call) else None
+        self.model = (receiver_of(keywords.get("named_parameters"), "named_parameters") or self.model
+                      or receiver_of(inner_params, "parameters"))
+        op = keywords.get("op")
+        if op is not None:
+            names = {self.hvd_name(a) for a in m.findall(op, m.Attribute())}
+            if "Adasum" not in names and names - {"Average"}:
+                self.flag(op, "unrecognised", notes.OPTIMIZER_OP)
+        for dropped in ("gradient_predivide_factor", "groups", "sparse_as_dense", "num_groups"):
+            if dropped in keywords and dropped in ("groups", "num_groups"):
+                self.flag(node, "unrecognised", f"DistributedOptimizer({dropped}=...): DDP buckets by size "
+                                                "(bucket_cap_mb); choose one by hand")
+
+    def _join(self, node: cst.Call) -> None:
+        stmt = self.statement_of(node)
+        parent = self.parents[stmt]
+        body = getattr(parent, "body", None)
+        own_statement = m.matches(stmt, m.SimpleStatementLine(body=[m.Expr(value=m.Call())]))
+        if not own_statement or not isinstance(body, tuple | list):
+            self.flag(node, "unrecognised", "hvd.join() other than as a statement of its own: use "
+                                            "torch.distributed.algorithms.Join by hand")
+            return
+        index = list(body).index(stmt)
+        loops = [s for s in body[:index] if isinstance(s, (cst.For, cst.While))]
+        if not loops:
+            self.flag(node, "unrecognised", "hvd.join() with no loop before it in the same block: wrap the "
+                                            "training loop in `with Join([model]):` by hand")
+            return
+        self.join_loops[id(loops[-1])] = stmt
+
+    def flag_elastic_commits(self) -> None:
+        """state.commit() has no hvd. in it: in an elastic script, flag it with the rest of the elastic state."""
+        if any(flag.category == "elastic" for flag in self.flags):
+            for call in self.commit_calls:
+                self.flag(call, "elastic", notes.ELASTIC)

@@ -1,0 +1,36 @@
+"""What a migration gives back: the rewritten code, every change and what needs a person."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+class NotMigratable(Exception):
+    """The input is not a Horovod PyTorch script this tool can read (one line)."""
+
+
+@dataclasses.dataclass
+class Change:
+    line: int          # in the original
+    before: str        # the original code (one line, shortened)
+    after: str         # what it became ("" when removed)
+    note: str          # why it is equivalent, or in what it is not
+    new_line: int | None = None  # in the result; filled in by the report from a line diff
+
+
+@dataclasses.dataclass
+class Flag:
+    line: int
+    category: str      # Adasum | elastic | timeline | process sets | unrecognised | multi-host | ...
+    code: str
+    why: str
+
+
+@dataclasses.dataclass
+class Migration:
+    source: str
+    code: str
+    changes: list[Change]
+    flags: list[Flag]
+    has_sync_batchnorm: bool = False
+    lightning: bool = False  # a Horovod-driven Lightning Trainer: the original cannot run under Lightning 2

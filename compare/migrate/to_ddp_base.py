@@ -1,0 +1,64 @@
+"""Pass 2's shared part: the plan it applies, and the bookkeeping of what it changed and what it needs.
+
+The parts of pass 2 (to_ddp_expressions, to_ddp_statements, horovod_to_ddp) are one transformer, one class
+each, composed by HorovodToDDP: one walk of the tree, so the changes keep the order they are made in.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from compare.migrate.added_helpers import HELPER_IMPORTS
+from compare.migrate.horovod_uses import HorovodUses
+from compare.migrate.migration import Change
+from compare.migrate.syntax import shortened
+
+
+class RewriteBase(m.MatcherDecoratableTransformer):
+    """The plan of pass 1, where the model is wrapped, and what the rewrite changed, adds and imports."""
+
+    def __init__(self, uses: HorovodUses, keep_hvd_import: bool):
+        super().__init__()
+        self.uses = uses
+        self.keep_hvd_import = keep_hvd_import
+        self.changes: list[Change] = []
+        self.helpers: list[str] = []
+        self.imports: set[tuple[str, str | None, str | None]] = set()
+        # id(updated statement) -> (the statement, what replaces it). The statement is held: a dropped one's id
+        # would be reused by a node made later, which would then be replaced in its stead.
+        self.expand: dict[int, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
+        self.model = None if uses.lightning else uses.model  # Lightning's strategy wraps the model itself
+        self.dist_import: cst.CSTNode | None = None  # the `import torch.distributed as dist` made from hvd's
+        stmts = [*uses.broadcast_parameters_stmts, *([uses.dist_optimizer_stmt] if uses.dist_optimizer_stmt else [])]
+        self.wrap_stmt = max(stmts, key=uses.line) if (stmts and self.model) else None
+        self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt else None
+        self.wrap_function: cst.FunctionDef | None = None
+        self.function_depth: list[cst.FunctionDef] = []
+        if self.wrap_stmt is not None:
+            node = self.wrap_stmt
+            while not isinstance(node, (cst.FunctionDef, cst.Module)):
+                node = uses.parents[node]
+            self.wrap_function = node if isinstance(node, cst.FunctionDef) else None
+
+    # bookkeeping
+    def note(self, original: cst.CSTNode, after: str, note: str) -> None:
+        self.changes.append(Change(self.uses.line(original), self.uses.code(original), shortened(after), note))
+
+    def need(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        self.imports.add((module, obj, asname))
+
+    def helper(self, name: str) -> str:
+        if name not in self.helpers:
+            self.helpers.append(name)
+            for module in HELPER_IMPORTS.get(name, ()):
+                self.need(module)
+            self.need("torch")
+        return name
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.function_depth.append(node)
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self.function_depth.pop()
+        return updated

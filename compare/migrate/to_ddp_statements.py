@@ -1,0 +1,256 @@
+"""Pass 2, statements: those replaced whole, the loops Join() and no_sync() wrap, and the blocks they
+expand into.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import get_full_name_for_node
+
+from compare.migrate import notes
+from compare.migrate.added_helpers import HELPERS
+from compare.migrate.migration import Change
+from compare.migrate.syntax import argument, keyword_args, parse_expr, parse_stmt
+from compare.migrate.to_ddp_base import RewriteBase
+
+
+class StatementRewrites(RewriteBase):
+    """The statements replaced whole (each one's replacement held in self.expand until its block is left),
+    the loops, and the blocks that take the replacements."""
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                                  ) -> cst.SimpleStatementLine:
+        uses = self.uses
+        calls = [s.value for s in original.body if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)]
+        call = calls[0] if len(original.body) == 1 and calls else None
+        name = uses.hvd_name(call.func) if call is not None else None
+        out: list[cst.BaseStatement] | None = None
+        if uses.lightning and name in ("init", "shutdown") and (name == "shutdown" or original is uses.init_stmt):
+            out = []
+            self.note(original, "", notes.LIGHTNING_INIT if name == "init" else notes.LIGHTNING_SHUTDOWN)
+        elif uses.lightning and name in ("broadcast_parameters", "broadcast_optimizer_state", "join"):
+            pass  # flagged: Lightning's strategy does this
+        elif uses.lightning and call is not None and m.matches(call.func, m.Attribute(attr=m.Name("synchronize"))):
+            pass
+        elif original in uses.broadcast_parameters_stmts:
+            if uses.dist_optimizer_stmt is not None and self.model:
+                self.note(original, "" if original is not self.wrap_stmt else f"{self.model} = DDP({self.model})",
+                          notes.BROADCAST_PARAMETERS)
+                out = []
+            else:
+                params = uses.module.code_for_node(argument(call, 0, "params"))  # type: ignore[arg-type]
+                root = argument(call, 1, "root_rank")  # type: ignore[arg-type]
+                root_code = uses.module.code_for_node(root) if root is not None else "0"
+                out = [parse_stmt(f"for tensor in ({params}).values():\n    dist.broadcast(tensor, src={root_code})\n")]
+                self.note(original, f"for tensor in {params}.values(): dist.broadcast(...)",
+                          notes.BROADCAST_PARAMETERS_BY_HAND)
+        elif name == "broadcast_optimizer_state":
+            optimizer = uses.module.code_for_node(argument(call, 0, "optimizer"))  # type: ignore[arg-type]
+            root = argument(call, 1, "root_rank")  # type: ignore[arg-type]
+            root_code = uses.module.code_for_node(root) if root is not None else "0"
+            if optimizer in uses.loaded_optimizers:
+                out = [parse_stmt(f"optimizer_state = [{optimizer}.state_dict()]"),
+                       parse_stmt(f"dist.broadcast_object_list(optimizer_state, src={root_code})"),
+                       parse_stmt(f"{optimizer}.load_state_dict(optimizer_state[0])")]
+                self.note(original, "dist.broadcast_object_list([optimizer.state_dict()]); load_state_dict",
+                          notes.BROADCAST_OPTIMIZER_STATE_RESUMED)
+            else:
+                out = []
+                self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH)
+        elif original is uses.dist_optimizer_stmt and self.model:
+            assign = updated.body[0]
+            target = uses.module.code_for_node(assign.targets[0].target)  # type: ignore[attr-defined]
+            value = cst.Module([]).code_for_node(assign.value)  # type: ignore[attr-defined]
+            out = [] if target == value else [updated]
+            self.note(original, "" if target == value else f"{target} = {value}", self._optimizer_note())
+        elif name == "join" and id(original) in {id(s) for s in uses.join_loops.values()}:
+            out = []
+            self.note(original, "", notes.JOIN_REMOVED)
+        elif name == "shutdown":
+            out = [parse_stmt("dist.barrier()"), parse_stmt("dist.destroy_process_group()")]
+            self.note(original, "dist.barrier(); dist.destroy_process_group()", notes.SHUTDOWN)
+        elif call is not None and m.matches(call.func, m.Attribute(attr=m.Name("synchronize"))) \
+                and get_full_name_for_node(call.func.value) in uses.optimizers:  # type: ignore[attr-defined]
+            out = []
+            self.note(original, "", notes.SYNCHRONIZE)
+        elif id(original) in uses.accumulate and self.model:
+            condition, note = uses.accumulate[id(original)]
+            body = cst.Module([]).code_for_node(updated.with_changes(leading_lines=())).strip()
+            out = [parse_stmt(f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync():\n"
+                              f"    {body}\n")]
+            self.need("contextlib")
+            self.note(original, f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync(): ...",
+                      note)
+        if original is self.wrap_stmt:
+            out = [updated] if out is None else out
+            out += self._wrap_statements()
+        if out is None:
+            return updated
+        self.expand[id(updated)] = (updated, out)
+        return updated
+
+    def _optimizer_note(self) -> str:
+        keywords = keyword_args(self.uses.dist_optimizer_call)  # type: ignore[arg-type]
+        parts = [notes.DISTRIBUTED_OPTIMIZER]
+        if "named_parameters" in keywords:
+            parts.append(notes.NAMED_PARAMETERS)
+        if "op" in keywords:
+            parts.append(notes.OPTIMIZER_OP_DROPPED)
+        if "gradient_predivide_factor" in keywords:
+            parts.append(notes.PREDIVIDE)
+        return " ".join(parts)
+
+    def _wrap_statements(self) -> list[cst.BaseStatement]:
+        model = self.model
+        self.need("torch.nn.parallel", "DistributedDataParallel", "DDP")
+        out = [parse_stmt(f"{model} = DDP({model})")]
+        self.changes.append(Change(self.wrap_line or 0, self.uses.code(self.wrap_stmt), f"{model} = DDP({model})",
+                                   notes.DDP_WRAP))
+        call = self.uses.dist_optimizer_call
+        compression = keyword_args(call).get("compression") if call is not None else None
+        if compression is not None:
+            hook = self.uses.module.code_for_node(compression)
+            if self.uses.hvd_name(compression) == "Compression.fp16":
+                self.need("torch.distributed.algorithms.ddp_comm_hooks", "default_hooks")
+                out.append(parse_stmt(f"{model}.register_comm_hook(None, default_hooks.fp16_compress_hook)"))
+            elif self.uses.hvd_name(compression) != "Compression.none":
+                out.append(parse_stmt(f"if {hook} is not None:\n    {model}.register_comm_hook(None, {hook})\n"))
+            self.changes.append(Change(self.uses.line(compression), self.uses.code(compression),
+                                       f"{model}.register_comm_hook(None, ...)", notes.COMPRESSION_HOOK))
+        return out
+
+    def leave_With(self, original: cst.With, updated: cst.With) -> cst.BaseStatement | cst.FlattenSentinel:
+        uses = self.uses
+        if not uses.lightning and len(original.items) == 1 and m.matches(original.items[0].item, m.Call(
+                func=m.Attribute(attr=m.Name("skip_synchronize")))) and \
+                get_full_name_for_node(original.items[0].item.func.value) in uses.optimizers:  # type: ignore[attr-defined]
+            body = list(updated.body.body)  # type: ignore[attr-defined]
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+            self.note(original, "(its body, one level out)", notes.SKIP_SYNCHRONIZE)
+            return cst.FlattenSentinel(body)
+        return updated
+
+    def _join_wrap(self, original: cst.CSTNode, updated: cst.BaseCompoundStatement) -> cst.BaseStatement:
+        if id(original) not in self.uses.join_loops or not self.model:
+            return updated
+        self.need("torch.distributed.algorithms.join", "Join")
+        loop = updated.with_changes(leading_lines=())
+        wrapped = cst.With(items=[cst.WithItem(parse_expr(f"Join([{self.model}])"))],
+                           body=cst.IndentedBlock(body=[loop]), leading_lines=updated.leading_lines)
+        self.note(original, f"with Join([{self.model}]):  # around this loop", notes.JOIN)
+        return wrapped
+
+    def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
+        if original in self.uses.rank_guards:
+            what = [word for word, found in (("saving", m.findall(original.body, m.Call(func=m.Attribute(
+                attr=m.Name("save"))))), ("printing", m.findall(original.body, m.Call(func=m.Name("print")))))
+                if found]
+            if what:
+                test = cst.Module([]).code_for_node(updated.test)
+                self.note(original, f"if {test}:  # {' and '.join(what)} on one rank",
+                          notes.LIGHTNING_RANK_GUARD if self.uses.lightning else notes.RANK_GUARD)
+        return updated
+
+    def leave_For(self, original: cst.For, updated: cst.For) -> cst.BaseStatement:
+        plan = self.uses.inner_loops.get(id(original))
+        if plan is None or not self.model:
+            return self._join_wrap(original, updated)
+        iterable = cst.Module([]).code_for_node(updated.iter)
+        target = cst.Module([]).code_for_node(updated.target)
+        if plan.over_range:
+            loop = self._join_wrap(original, updated.with_changes(iter=cst.Name(plan.name)))
+            held = parse_stmt(f"{plan.name} = {iterable}").with_changes(leading_lines=loop.leading_lines)
+            loop = loop.with_changes(leading_lines=())
+            self.expand[id(loop)] = (loop, [held, loop])
+            self.note(original, f"{plan.name} = {iterable}; for {target} in {plan.name}:", notes.INNER_LOOP_RANGE)
+            return loop
+        item = updated.target
+        if isinstance(item, cst.Tuple) and not item.lpar:
+            item = item.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        marked = cst.Tuple([cst.Element(cst.Name(plan.name)), cst.Element(item)], lpar=[], rpar=[])
+        call = cst.Call(func=cst.Name(self.helper("mark_last")), args=[cst.Arg(updated.iter)])
+        self.note(original, f"for {plan.name}, {cst.Module([]).code_for_node(item)} in mark_last({iterable}):",
+                  notes.INNER_LOOP_ITERABLE)
+        return self._join_wrap(original, updated.with_changes(target=marked, iter=call))
+
+    def leave_While(self, original: cst.While, updated: cst.While) -> cst.BaseStatement:
+        return self._join_wrap(original, updated)
+
+    # blocks: apply the statement expansions, keep the comments of removed statements
+    def _body(self, body: list[cst.BaseStatement], *, end_of_job: bool) -> list[cst.BaseStatement]:
+        result: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for stmt in body:
+            held, replacement = self.expand.get(id(stmt), (stmt, [stmt]))
+            if held is not stmt:
+                replacement = [stmt]
+            if not replacement:
+                carried += stmt.leading_lines  # its comments stay, above the next statement
+                continue
+            first = replacement[0]
+            lead = [*stmt.leading_lines] if first is not stmt else []
+            replacement = [first.with_changes(leading_lines=[*carried, *lead, *first.leading_lines]),
+                           *replacement[1:]]
+            carried = []
+            result += replacement
+        if end_of_job:
+            tail = [parse_stmt("dist.barrier()"), parse_stmt("dist.destroy_process_group()")]
+            returns = bool(result) and m.matches(result[-1], m.SimpleStatementLine(body=[m.Return()]))
+            if returns and m.findall(result[-1], m.Attribute(value=m.Name("dist"))):
+                return result  # the return value still needs the group: it ends at exit
+            index = len(result) - 1 if returns else len(result)
+            result[index:index] = tail
+            self.changes.append(Change(self.uses.line(self.uses.init_stmt), "(no hvd.shutdown())",
+                                       "dist.barrier(); dist.destroy_process_group()  # at the end of the block "
+                                       "that calls init_process_group()",
+                                       notes.END_OF_JOB))
+        if not result:
+            result = [cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)]
+        return result
+
+    def _is_init_block(self, original: cst.CSTNode) -> bool:
+        init = self.uses.init_stmt
+        return init is not None and not self.uses.has_shutdown and not self.uses.lightning and \
+            init in getattr(original, "body", ())
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated.with_changes(body=self._body(list(updated.body), end_of_job=self._is_init_block(original)))
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        body = self._body(list(updated.body), end_of_job=self._is_init_block(original))
+        if self.uses.lightning and not self.helpers and not any(
+                m.findall(s, m.Attribute(value=m.Name("dist"))) for s in body):
+            # Lightning does the distributed work: torch.distributed is imported only where it is used.
+            self.imports.discard(("torch.distributed", None, "dist"))
+            index = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                          and s.body[0] is self.dist_import), None)
+            if index is not None:
+                removed = body.pop(index)
+                if index < len(body):  # its blank lines and comments stay, above the next statement
+                    body[index] = body[index].with_changes(
+                        leading_lines=[*removed.leading_lines, *body[index].leading_lines])
+            for change in self.changes:
+                if change.note == notes.IMPORT:
+                    change.after, change.note = "", notes.LIGHTNING_IMPORT
+                elif change.note == notes.IMPORT_KEPT:
+                    change.after = "(this import kept)"
+        if self.helpers:
+            last_import = max((i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine(
+                body=[m.Import() | m.ImportFrom()]))), default=-1)
+            code = "\n".join(HELPERS[name].strip("\n") + "\n\n" for name in self.helpers)
+            helpers = list(cst.parse_module(code).body)
+            helpers[0] = helpers[0].with_changes(leading_lines=[
+                cst.EmptyLine(), cst.EmptyLine(),
+                cst.EmptyLine(comment=cst.Comment("# Added by `python -m compare migrate`: each helper stands "
+                                                  "for the Horovod call its docstring names."))])
+            if last_import + 1 < len(body):  # two blank lines between the helpers and what follows
+                following = body[last_import + 1]
+                blank = next((i for i, line in enumerate(following.leading_lines) if line.comment), None)
+                blank = len(following.leading_lines) if blank is None else blank
+                body[last_import + 1] = following.with_changes(
+                    leading_lines=[*[cst.EmptyLine()] * max(0, 2 - blank), *following.leading_lines])
+            body[last_import + 1:last_import + 1] = helpers
+            self.changes.append(Change(0, "", f"helpers {', '.join(self.helpers)} added after the imports",
+                                       notes.HELPERS))
+        return updated.with_changes(body=body)

@@ -1,0 +1,71 @@
+"""Pass 1's shared part: what it records of the script's Horovod uses, and the lookups every part of it uses.
+
+The parts of pass 1 (compare.migrate.horovod_uses, uses_lightning, uses_accumulation) are one visitor, one
+class each, composed by HorovodUses: each keeps its own records, and all read these.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from compare.migrate.migration import Flag
+from compare.migrate.syntax import dotted_name, shortened
+
+
+class UsesBase(m.MatcherDecoratableVisitor):
+    """The script, its Horovod names and the records of its Horovod uses; the flags of what needs a person."""
+
+    def __init__(self, wrapper: MetadataWrapper):
+        super().__init__()
+        self.module = wrapper.module
+        self.positions = wrapper.resolve(PositionProvider)
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.hvd: set[str] = set()          # names bound to horovod.torch ("hvd")
+        self.horovod: set[str] = set()      # names bound to the horovod package (for horovod.run)
+        self.hvd_imports: list[cst.CSTNode] = []
+        self.flags: list[Flag] = []
+        self.model: str | None = None
+        self.optimizers: set[str] = set()   # names bound to a hvd.DistributedOptimizer
+        self.loaded_optimizers: set[str] = set()
+        self.dist_optimizer_stmt: cst.SimpleStatementLine | None = None
+        self.dist_optimizer_call: cst.Call | None = None
+        self.broadcast_parameters_stmts: list[cst.SimpleStatementLine] = []
+        self.join_loops: dict[int, cst.CSTNode] = {}   # id(loop) -> the hvd.join() statement that follows it
+        self.backward_stmts: list[cst.SimpleStatementLine] = []
+        self.step_guards: list[cst.If] = []  # the ifs that call a step() in their body
+        self.init_stmt: cst.SimpleStatementLine | None = None
+        self.has_shutdown = False
+        self.has_sync_batchnorm = False
+        self.rank_guards: list[cst.If] = []
+        self.commit_calls: list[cst.Call] = []
+        self.init_calls: list[cst.Call] = []
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    def code(self, node: cst.CSTNode) -> str:
+        if hasattr(node, "leading_lines"):
+            node = node.with_changes(leading_lines=())
+        if isinstance(node, cst.BaseCompoundStatement):  # its first line only
+            return shortened(self.module.code_for_node(node).split("\n")[0])
+        return shortened(self.module.code_for_node(node))
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        while not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            node = self.parents[node]
+        return node
+
+    def hvd_name(self, node: cst.CSTNode) -> str | None:
+        """'rank' for hvd.rank, 'Compression.fp16' for hvd.Compression.fp16, else None."""
+        name = dotted_name(node)
+        for alias in self.hvd:
+            if name and name.startswith(alias + "."):
+                return name[len(alias) + 1:]
+        return None
+
+    def flag(self, node: cst.CSTNode, category: str, why: str) -> None:
+        line = self.line(node)
+        if not any(f.line == line and f.category == category for f in self.flags):
+            self.flags.append(Flag(line, category, self.code(self.statement_of(node)), why))
