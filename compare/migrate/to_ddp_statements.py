@@ -21,67 +21,7 @@ class StatementRewrites(RewriteBase):
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                                   ) -> cst.SimpleStatementLine:
-        uses = self.uses
-        calls = [s.value for s in original.body if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)]
-        call = calls[0] if len(original.body) == 1 and calls else None
-        name = uses.hvd_name(call.func) if call is not None else None
-        out: list[cst.BaseStatement] | None = None
-        if uses.lightning and name in ("init", "shutdown") and (name == "shutdown" or original is uses.init_stmt):
-            out = []
-            self.note(original, "", notes.LIGHTNING_INIT if name == "init" else notes.LIGHTNING_SHUTDOWN)
-        elif uses.lightning and name in ("broadcast_parameters", "broadcast_optimizer_state", "join"):
-            pass  # flagged: Lightning's strategy does this
-        elif uses.lightning and call is not None and m.matches(call.func, m.Attribute(attr=m.Name("synchronize"))):
-            pass
-        elif original in uses.broadcast_parameters_stmts:
-            if uses.dist_optimizer_stmt is not None and self.model:
-                self.note(original, "" if original is not self.wrap_stmt else f"{self.model} = DDP({self.model})",
-                          notes.BROADCAST_PARAMETERS)
-                out = []
-            else:
-                params = uses.module.code_for_node(argument(call, 0, "params"))  # type: ignore[arg-type]
-                root = argument(call, 1, "root_rank")  # type: ignore[arg-type]
-                root_code = uses.module.code_for_node(root) if root is not None else "0"
-                out = [parse_stmt(f"for tensor in ({params}).values():\n    dist.broadcast(tensor, src={root_code})\n")]
-                self.note(original, f"for tensor in {params}.values(): dist.broadcast(...)",
-                          notes.BROADCAST_PARAMETERS_BY_HAND)
-        elif name == "broadcast_optimizer_state":
-            optimizer = uses.module.code_for_node(argument(call, 0, "optimizer"))  # type: ignore[arg-type]
-            root = argument(call, 1, "root_rank")  # type: ignore[arg-type]
-            root_code = uses.module.code_for_node(root) if root is not None else "0"
-            if optimizer in uses.loaded_optimizers:
-                out = [parse_stmt(f"optimizer_state = [{optimizer}.state_dict()]"),
-                       parse_stmt(f"dist.broadcast_object_list(optimizer_state, src={root_code})"),
-                       parse_stmt(f"{optimizer}.load_state_dict(optimizer_state[0])")]
-                self.note(original, "dist.broadcast_object_list([optimizer.state_dict()]); load_state_dict",
-                          notes.BROADCAST_OPTIMIZER_STATE_RESUMED)
-            else:
-                out = []
-                self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH)
-        elif original is uses.dist_optimizer_stmt and self.model:
-            assign = updated.body[0]
-            target = uses.module.code_for_node(assign.targets[0].target)  # type: ignore[attr-defined]
-            value = cst.Module([]).code_for_node(assign.value)  # type: ignore[attr-defined]
-            out = [] if target == value else [updated]
-            self.note(original, "" if target == value else f"{target} = {value}", self._optimizer_note())
-        elif name == "join" and id(original) in {id(s) for s in uses.join_loops.values()}:
-            out = []
-            self.note(original, "", notes.JOIN_REMOVED)
-        elif name == "shutdown":
-            out = [parse_stmt("dist.barrier()"), parse_stmt("dist.destroy_process_group()")]
-            self.note(original, "dist.barrier(); dist.destroy_process_group()", notes.SHUTDOWN)
-        elif call is not None and m.matches(call.func, m.Attribute(attr=m.Name("synchronize"))) \
-                and get_full_name_for_node(call.func.value) in uses.optimizers:  # type: ignore[attr-defined]
-            out = []
-            self.note(original, "", notes.SYNCHRONIZE)
-        elif id(original) in uses.accumulate and self.model:
-            condition, note = uses.accumulate[id(original)]
-            body = cst.Module([]).code_for_node(updated.with_changes(leading_lines=())).strip()
-            out = [parse_stmt(f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync():\n"
-                              f"    {body}\n")]
-            self.need("contextlib")
-            self.note(original, f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync(): ...",
-                      note)
+        out = self._replacement(original, updated)
         if original is self.wrap_stmt:
             out = [updated] if out is None else out
             out += self._wrap_statements()
@@ -89,6 +29,88 @@ class StatementRewrites(RewriteBase):
             return updated
         self.expand[id(updated)] = (updated, out)
         return updated
+
+    def _replacement(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                     ) -> list[cst.BaseStatement] | None:
+        """What replaces the statement ([]: nothing), or None where it stays as it is."""
+        uses = self.uses
+        calls = [s.value for s in original.body if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)]
+        call = calls[0] if len(original.body) == 1 and calls else None
+        name = uses.hvd_name(call.func) if call is not None else None
+        synchronize = call is not None and m.matches(call.func, m.Attribute(attr=m.Name("synchronize")))
+        if uses.lightning and name in ("init", "shutdown") and (name == "shutdown" or original is uses.init_stmt):
+            self.note(original, "", notes.LIGHTNING_INIT if name == "init" else notes.LIGHTNING_SHUTDOWN)
+            return []
+        if uses.lightning and (name in ("broadcast_parameters", "broadcast_optimizer_state", "join") or synchronize):
+            return None  # Lightning's strategy does this: the Horovod use stays, flagged (plan_lightning)
+        if original in uses.broadcast_parameters_stmts:
+            return self._broadcast_parameters(original, call)  # type: ignore[arg-type]
+        if name == "broadcast_optimizer_state":
+            return self._broadcast_optimizer_state(original, call)  # type: ignore[arg-type]
+        if original is uses.dist_optimizer_stmt and self.model:
+            return self._plain_optimizer(original, updated)
+        if name == "join" and id(original) in {id(s) for s in uses.join_loops.values()}:
+            self.note(original, "", notes.JOIN_REMOVED)
+            return []
+        if name == "shutdown":
+            self.note(original, "dist.barrier(); dist.destroy_process_group()", notes.SHUTDOWN)
+            return [parse_stmt("dist.barrier()"), parse_stmt("dist.destroy_process_group()")]
+        if synchronize and get_full_name_for_node(call.func.value) in uses.optimizers:  # type: ignore[union-attr]
+            self.note(original, "", notes.SYNCHRONIZE)
+            return []
+        if id(original) in uses.accumulate and self.model:
+            return self._accumulating_backward(original, updated)
+        return None
+
+    def _broadcast_parameters(self, original: cst.SimpleStatementLine, call: cst.Call) -> list[cst.BaseStatement]:
+        if self.uses.dist_optimizer_stmt is not None and self.model:
+            self.note(original, "" if original is not self.wrap_stmt else f"{self.model} = DDP({self.model})",
+                      notes.BROADCAST_PARAMETERS)
+            return []
+        params = self.uses.module.code_for_node(argument(call, 0, "params"))  # type: ignore[arg-type]
+        root = argument(call, 1, "root_rank")
+        root_code = self.uses.module.code_for_node(root) if root is not None else "0"
+        out = [parse_stmt(f"for tensor in ({params}).values():\n    dist.broadcast(tensor, src={root_code})\n")]
+        self.note(original, f"for tensor in {params}.values(): dist.broadcast(...)",
+                  notes.BROADCAST_PARAMETERS_BY_HAND)
+        return out
+
+    def _broadcast_optimizer_state(self, original: cst.SimpleStatementLine, call: cst.Call,
+                                   ) -> list[cst.BaseStatement]:
+        optimizer = self.uses.module.code_for_node(argument(call, 0, "optimizer"))  # type: ignore[arg-type]
+        root = argument(call, 1, "root_rank")
+        root_code = self.uses.module.code_for_node(root) if root is not None else "0"
+        if optimizer not in self.uses.loaded_optimizers:
+            self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH)
+            return []
+        out = [parse_stmt(f"optimizer_state = [{optimizer}.state_dict()]"),
+               parse_stmt(f"dist.broadcast_object_list(optimizer_state, src={root_code})"),
+               parse_stmt(f"{optimizer}.load_state_dict(optimizer_state[0])")]
+        self.note(original, "dist.broadcast_object_list([optimizer.state_dict()]); load_state_dict",
+                  notes.BROADCAST_OPTIMIZER_STATE_RESUMED)
+        return out
+
+    def _plain_optimizer(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                         ) -> list[cst.BaseStatement]:
+        """`optimizer = hvd.DistributedOptimizer(optimizer, ...)` -> nothing; `opt = ...(torch.optim.SGD(...))`
+        -> `opt = torch.optim.SGD(...)` (leave_Call has unwrapped the value)."""
+        assign = updated.body[0]
+        target = self.uses.module.code_for_node(assign.targets[0].target)  # type: ignore[attr-defined]
+        value = cst.Module([]).code_for_node(assign.value)  # type: ignore[attr-defined]
+        self.note(original, "" if target == value else f"{target} = {value}", self._optimizer_note())
+        return [] if target == value else [updated]
+
+    def _accumulating_backward(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                               ) -> list[cst.BaseStatement]:
+        """backward() under model.no_sync() but on the passes Horovod reduces on (backward_passes_per_step=k)."""
+        condition, note = self.uses.accumulate[id(original)]
+        body = cst.Module([]).code_for_node(updated.with_changes(leading_lines=())).strip()
+        out = [parse_stmt(f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync():\n"
+                          f"    {body}\n")]
+        self.need("contextlib")
+        self.note(original, f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync(): ...",
+                  note)
+        return out
 
     def _optimizer_note(self) -> str:
         keywords = keyword_args(self.uses.dist_optimizer_call)  # type: ignore[arg-type]
