@@ -18,7 +18,8 @@ from pathlib import Path
 
 from compare.commands.arguments import add_loss_line_arguments
 from compare.loss_lines import LossLogError, compile_patterns
-from compare.migrate.launch_mode import MODES, Undecided, decide
+from compare.migrate.launch_mode import MODES, LaunchMode, Undecided, decide
+from compare.migrate.migration import Migration
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
 from workload.errors import UsageError
 from workload.files import write_atomic
@@ -84,16 +85,7 @@ def _read_script(path: Path) -> str:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def main(ns: argparse.Namespace) -> int:
-    from compare.migrate import NotMigratable, migrate_source
-    from compare.migrate.launch_line import torchrun_lines
-    from compare.migrate.migration_report import render, summary
-
-    if ns.script is None:
-        if ns.launch is None:
-            raise UsageError("give a SCRIPT to migrate, or --launch \"horovodrun ...\"")
-        print("\n".join(torchrun_lines(ns.launch)))
-        return EXIT_OK
+def _check_options(ns: argparse.Namespace) -> None:
     if ns.script_args and not ns.verify:
         raise UsageError(f"unexpected arguments {' '.join(ns.script_args)} (script arguments go after -- with "
                          "--verify)")
@@ -103,7 +95,10 @@ def main(ns: argparse.Namespace) -> int:
         compile_patterns(ns.loss_regex, ns.eval_regex)
     except LossLogError as exc:
         raise UsageError(str(exc).replace("--regex", "--loss-regex")) from None
-    source = _read_script(ns.script)
+
+
+def _output_paths(ns: argparse.Namespace) -> tuple[Path, Path]:
+    """The migrated script and its report, refused where they would overwrite anything without --force."""
     out = ns.out or ns.script.with_name(f"{ns.script.stem}_ddp.py")
     report = ns.report or out.with_suffix(".migration.md")
     if out.resolve() == ns.script.resolve():
@@ -111,7 +106,13 @@ def main(ns: argparse.Namespace) -> int:
     for path in (out, report):
         if path.exists() and not ns.force:
             raise UsageError(f"{path} exists: give --force to overwrite it")
-    # Everything is decided before anything is written.
+    return out, report
+
+
+def _migrate(ns: argparse.Namespace, source: str) -> tuple[Migration, LaunchMode | None]:
+    """The rewrite, and with --verify how each side is launched: both decided before anything is written."""
+    from compare.migrate import NotMigratable, migrate_source
+
     try:
         migration = migrate_source(source)
     except NotMigratable as exc:
@@ -120,6 +121,45 @@ def main(ns: argparse.Namespace) -> int:
         mode = decide(source, ns.script_args, ns.launch_mode) if ns.verify else None
     except Undecided as exc:
         raise UsageError(f"{ns.script}: {exc}") from None
+    return migration, mode
+
+
+def _verify(ns: argparse.Namespace, migration: Migration, out: Path, mode: LaunchMode | None) -> int:
+    from compare.migrate.verify import verify
+
+    if migration.lightning:
+        print("migrate: not verified: the original's Trainer runs on Horovod's Lightning accelerator, which "
+              "Lightning 2 no longer has, so it cannot run here; run the migrated script under torchrun",
+              file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if migration.has_sync_batchnorm:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's "
+                  "runs on CPU), and this machine has none", file=sys.stderr)
+            return EXIT_RUN_FAILED
+
+    verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
+    return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np, mode=mode,
+                  controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
+                  eval_regex=ns.eval_regex, step_from=ns.step_from)
+
+
+def main(ns: argparse.Namespace) -> int:
+    from compare.migrate.launch_line import torchrun_lines
+    from compare.migrate.migration_report import render, summary
+
+    if ns.script is None:
+        if ns.launch is None:
+            raise UsageError("give a SCRIPT to migrate, or --launch \"horovodrun ...\"")
+        print("\n".join(torchrun_lines(ns.launch)))
+        return EXIT_OK
+    _check_options(ns)
+    source = _read_script(ns.script)
+    out, report = _output_paths(ns)
+    # Everything is decided before anything is written.
+    migration, mode = _migrate(ns, source)
     launch = torchrun_lines(ns.launch, (str(ns.script), str(out))) if ns.launch else None
     write_atomic(out, migration.code)
     write_atomic(report, render(migration, str(ns.script), str(out), launch))
@@ -130,28 +170,10 @@ def main(ns: argparse.Namespace) -> int:
     if launch:
         print("\n".join(launch))
     partial = bool(migration.flags) and not ns.allow_partial
+    if ns.verify and partial:
+        print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
+              file=sys.stderr)
+        return EXIT_NEEDS_A_PERSON
     if ns.verify:
-        if partial:
-            print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
-                  file=sys.stderr)
-            return EXIT_NEEDS_A_PERSON
-        from compare.migrate.verify import verify
-
-        if migration.lightning:
-            print("migrate: not verified: the original's Trainer runs on Horovod's Lightning accelerator, which "
-                  "Lightning 2 no longer has, so it cannot run here; run the migrated script under torchrun",
-                  file=sys.stderr)
-            return EXIT_RUN_FAILED
-        if migration.has_sync_batchnorm:
-            import torch
-
-            if not torch.cuda.is_available():
-                print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's "
-                      "runs on CPU), and this machine has none", file=sys.stderr)
-                return EXIT_RUN_FAILED
-
-        verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
-        return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np, mode=mode,
-                      controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
-                      eval_regex=ns.eval_regex, step_from=ns.step_from)
+        return _verify(ns, migration, out, mode)
     return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
