@@ -296,6 +296,13 @@ def test_write_report(tmp_path):
     page = paths["html"].read_text()
     assert page.count('src="data:image/png;base64,') == 4
     assert "<strong>parity holds (" in page
+    # The first screen is the verdict card: its outcome as a badge, the per-step relative difference beside it;
+    # the failures stay in view; the details are folded.
+    card = page[page.index('<section class="card card-holds">'):page.index("</section>")]
+    assert '<span class="badge">parity holds</span>' in card and 'alt="Per-step relative loss difference"' in card
+    assert page.index("</section>") < page.index("<h2>Failures</h2>") < page.index("<details>") \
+        < page.index("<h2>Parity</h2>") < page.index("</details>")
+    assert markdown.count("(rel_diff.png)") == 1 and markdown.index("(rel_diff.png)") < markdown.index("## Summary")
 
     for name in ("loss_curves", "rel_diff", "step_times", "scaling"):
         png = paths[name]

@@ -93,8 +93,9 @@ def calibration_bands(runs: list[RunRecord], rtol: float = STEP_RTOL,
 
 def pair_band(a: str, b: str, world_size: int, bands: dict[tuple[str, int], Band], rtol: float, k: int) -> Band:
     """The band for a pair: the wider of the two sides' calibrations (each side's own chaos), or the default."""
-    found = [bands[(CALIBRATED_BY[f], world_size)] for f in dict.fromkeys((a, b)) if (CALIBRATED_BY[f], world_size)
-             in bands]
+    # Horovod is calibrated by DDP's pairs: one calibration may stand for both sides, counted (and said) once.
+    keys = dict.fromkeys((CALIBRATED_BY[f], world_size) for f in (a, b))
+    found = [bands[key] for key in keys if key in bands]
     if not found:
         return Band("default", rtol=rtol, k=k)
     return combine_bands(found) if len(found) > 1 else found[0]

@@ -47,7 +47,23 @@ class Bullets:
     items: list[str]
 
 
-Block = Heading | Para | Table | Image | Code | Bullets
+@dataclass(frozen=True)
+class Card:
+    """A verdict at a glance: its outcome as a badge, its sentences, and beside them the figures that show it
+    (a plot, a small table). Markdown gives the same blocks one after the other."""
+    outcome: str  # a key for the badge's colour: holds, fails, undecided, different jobs
+    badge: str
+    blocks: list[Block]
+    aside: list[Block]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Everything after it is detail: folded under `title` in HTML (<details>), a rule in Markdown."""
+    title: str
+
+
+Block = Heading | Para | Table | Image | Code | Bullets | Card | Fold
 
 
 # ---- number formatting ----------------------------------------------------------------------------------
@@ -82,7 +98,12 @@ def md_cell(text: str) -> str:
 def render_markdown(blocks: list[Block]) -> str:
     out: list[str] = []
     for block in blocks:
-        if isinstance(block, Heading):
+        if isinstance(block, Card):
+            out.append(render_markdown([*block.blocks, *block.aside]).rstrip("\n") + "\n")
+            continue
+        if isinstance(block, Fold):
+            out.append("---")
+        elif isinstance(block, Heading):
             out.append(f"{'#' * block.level} {block.text}")
         elif isinstance(block, Para):
             out.append(block.text)
@@ -114,15 +135,45 @@ th { background: #f2f2f2; }
 td:first-child, th:first-child { text-align: left; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+.card { display: flex; flex-wrap: wrap; gap: 1.5em; border: 2px solid #999; border-radius: 8px; padding: 1em 1.5em;
+        margin: 1em 0 1.5em; }
+.card .text { flex: 1 1 480px; } .card .aside { flex: 1 1 420px; } .card h1 { margin-top: 0.2em; }
+.badge { display: inline-block; padding: 0.3em 0.9em; border-radius: 1em; color: #fff; font-weight: bold;
+         font-size: 1.3em; background: #777; }
+.card-holds { border-color: #2e7d32; } .card-holds .badge { background: #2e7d32; }
+.card-fails { border-color: #c62828; } .card-fails .badge { background: #c62828; }
+.card-undecided { border-color: #ef8f00; } .card-undecided .badge { background: #ef8f00; }
+details > summary { font-size: 1.3em; font-weight: bold; cursor: pointer; margin: 1em 0; }
 """
 
 
 def render_html(blocks: list[Block], image_dir: Path) -> str:
     """A self-contained page: images are embedded as base64 data URIs."""
-    title = next((b.text for b in blocks if isinstance(b, Heading)), "Report")
+    flat = [inner for b in blocks for inner in (b.blocks if isinstance(b, Card) else [b])]
+    title = next((b.text for b in flat if isinstance(b, Heading)), "Report")
+    body = html_body(blocks, image_dir)
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def html_body(blocks: list[Block], image_dir: Path) -> list[str]:
     body: list[str] = []
+    folded = False
     for block in blocks:
-        if isinstance(block, Heading):
+        if isinstance(block, Card):
+            slug = block.outcome.replace(" ", "-")
+            body.append(f'<section class="card card-{slug}"><div class="text">'
+                        f'<span class="badge">{html.escape(block.badge)}</span>'
+                        + "\n".join(html_body(block.blocks, image_dir)) + '</div><div class="aside">'
+                        + "\n".join(html_body(block.aside, image_dir)) + "</div></section>")
+        elif isinstance(block, Fold):
+            body.append(("</details>" if folded else "") + f"<details><summary>{html.escape(block.title)}</summary>")
+            folded = True
+        elif isinstance(block, Heading):
             body.append(f"<h{block.level}>{inline_html(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
             body.append(f"<p>{inline_html(block.text)}</p>")
@@ -139,9 +190,6 @@ def render_html(blocks: list[Block], image_dir: Path) -> str:
             body.append(f"<pre>{html.escape(block.text)}</pre>")
         elif isinstance(block, Bullets):
             body.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in block.items) + "</ul>")
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
+    if folded:
+        body.append("</details>")
+    return body

@@ -16,7 +16,9 @@ from compare.render.blocks import (
     DASH,
     Block,
     Bullets,
+    Card,
     Code,
+    Fold,
     Heading,
     Image,
     Para,
@@ -28,7 +30,14 @@ from compare.render.blocks import (
 )
 from compare.render.causes import cause_lines
 from compare.render.plots import write_plots
-from compare.render.speed import speed_line, speed_sentence, speed_summary_blocks, timing_blocks, tradeoff_blocks
+from compare.render.speed import (
+    speed_glance,
+    speed_line,
+    speed_sentence,
+    speed_summary_blocks,
+    timing_blocks,
+    tradeoff_blocks,
+)
 from compare.render.time_to_target import time_to_target_blocks, time_to_target_line
 from compare.render.verdicts import OUTCOME_WORDS, parity_blocks, parity_line
 from workload.files import write_atomic
@@ -64,6 +73,15 @@ def summary_cells(row: dict) -> list[str]:
 def summary_table(analysis: dict) -> str:
     """The summary as a plain-text aligned table, for a terminal."""
     return text_table(SUMMARY_HEADERS, [summary_cells(r) for r in analysis["summary"]])
+
+
+def verdict_card(analysis: dict, plots: list[Path]) -> Card:
+    """The report's first screen: the outcome, its sentences, and beside them the per-step relative
+    difference (the parity verdict's evidence) and the speed ratios with their intervals."""
+    outcome = analysis["verdict"]["parity"]
+    evidence = [Image(PLOT_TITLES[p.name], p.name) for p in plots if p.name == CARD_PLOT]
+    return Card(outcome, OUTCOME_WORDS.get(outcome, outcome), verdict_blocks(analysis),
+                evidence + speed_glance(analysis))
 
 
 def verdict_blocks(analysis: dict) -> list[Block]:
@@ -109,7 +127,11 @@ PLOT_TITLES = {
 }
 
 
+CARD_PLOT = "rel_diff.png"  # shown in the verdict card, not again under Plots
+
+
 def plot_blocks(plots: list[Path]) -> list[Block]:
+    plots = [p for p in plots if p.name != CARD_PLOT]
     if not plots:
         return []
     blocks: list[Block] = [Heading(2, "Plots")]
@@ -180,14 +202,15 @@ def environment_blocks(environment: dict, commands: list[str]) -> list[Block]:
 
 
 def report_blocks(analysis: dict, plots: list[Path], environment: dict, commands: list[str]) -> list[Block]:
-    blocks = verdict_blocks(analysis)
+    blocks: list[Block] = [verdict_card(analysis, plots)]
     blocks += [Heading(2, "Summary"), Table(SUMMARY_HEADERS, [summary_cells(r) for r in analysis["summary"]])]
     if analysis["notes"]:
         blocks += [Para("Notes:"), Bullets(analysis["notes"])]
+    blocks += failure_blocks(analysis)  # never folded away
+    blocks += [Fold("Details: parity step by step, timing, trade-offs, plots, environment")]
     blocks += parity_blocks(analysis)
     blocks += timing_blocks(analysis) + time_to_target_blocks(analysis) + tradeoff_blocks(analysis)
     blocks += plot_blocks(plots)
-    blocks += failure_blocks(analysis)
     blocks += environment_blocks(environment, commands)
     return blocks
 

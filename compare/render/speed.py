@@ -119,6 +119,31 @@ def speed_summary_blocks(analysis: dict) -> list[Block]:
     return blocks
 
 
+SPEED_WORDS = {
+    SpeedOutcome.OVERSUBSCRIBED: "withheld (oversubscribed)", SpeedOutcome.CONTENDED: "withheld (contended)",
+    SpeedOutcome.TOO_FEW_ROUNDS: "too few rounds", SpeedOutcome.NO_INTERVAL_YET: "too few rounds",
+    SpeedOutcome.INTERVAL_HOLDS_ONE: "no clear difference", SpeedOutcome.ROUNDS_DISAGREE: "no clear difference",
+    SpeedOutcome.DDP_FASTER: "DDP faster", SpeedOutcome.HOROVOD_FASTER: "Horovod faster",
+}
+
+
+def speed_glance(analysis: dict) -> list[Block]:
+    """The speed verdict's figures beside the parity card: the ratio and its interval at each world size."""
+    rows, confidence = [], None
+    for level in analysis["levels"]:
+        speed = level.get("speed")
+        if not speed:
+            continue
+        confidence = speed["confidence"]
+        interval = (f"{speed['ci_low']:.2f}-{speed['ci_high']:.2f}" if speed.get("ci_low") is not None
+                    else DASH)
+        rows.append([f"np {level['world_size']}", num(speed["step_time_ratio"], ".2f"), interval,
+                     str(len(speed["rounds_used"])), SPEED_WORDS[SpeedOutcome(speed["outcome"])]])
+    if confidence is None:
+        return []
+    return [Table(["speed", "Horovod/DDP step time", f"{confidence:.0%} interval", "rounds", "verdict"], rows)]
+
+
 # ---- rounds and timing ----------------------------------------------------------------------------------
 
 def contention_cell(judged: dict) -> str:

@@ -205,7 +205,6 @@ def parity_blocks(analysis: dict) -> list[Block]:
             blocks.append(step_table(comparison))
             if comparison["end_points"]:
                 blocks.append(end_point_table(comparison))
-                blocks.append(Bullets([end_point_line(n, r) for n, r in comparison["end_points"].items()]))
             if comparison["causes"]:
                 blocks += [Para("Likely causes:"), Bullets(cause_lines(comparison["causes"]))]
     return blocks
