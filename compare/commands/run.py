@@ -30,11 +30,11 @@ from compare.commands.arguments import (
 )
 from compare.commands.report import ReportInputs, publish
 from compare.commands.sweep import SWEEP_WIDTHS, run_sweep, sweep_plan
-from compare.launch import slurm
-from compare.launch.lines import Launch, build_launch, private_network_available
+from compare.launch.lines import Launch, private_network_available
 from compare.launch.logs import steps_done
-from compare.launch.process import Outcome, run_launch
-from compare.launch.slurm import SlurmSettings
+from compare.launch.process import Outcome
+from compare.launch.scheduling import LocalScheduler, Scheduler
+from compare.launch.slurm import SlurmScheduler
 from compare.launch.tuning import TUNING_RECORD, Tuning, load_tuning, mismatch
 from compare.names import EXIT_RUN_FAILED, FRAMEWORKS, display
 from compare.render.progress import ProgressReporter
@@ -85,7 +85,7 @@ class ComparisonPlan(ReportInputs):
     repeats: int
     horovod_controller: str
     launcher: str
-    slurm: SlurmSettings | None  # None: the launchers start here
+    scheduler: Scheduler  # where the launches run: here, or as Slurm jobs
     step_delay_for: str | None
     precision: float | None
     time_budget: float | None  # set (a default if need be) exactly when the rounds are sequential
@@ -113,7 +113,7 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
     if (misuse := scheduler.local_misuse(ns)) is not None:
         raise UsageError(misuse)
     settings = scheduler.slurm_settings(ns) if ns.scheduler == "slurm" else None
-    make = launch_maker(settings, ns.timeout)
+    where: Scheduler = LocalScheduler() if settings is None else SlurmScheduler(settings, ns.timeout)
     private = private and settings is None  # Slurm places the ranks: no network namespace of our own
     framework_options = delayed_side(ns.step_delay_for, {name: tuning.options_for(name, options)
                                                          for name in ns.frameworks})
@@ -128,16 +128,15 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
         train_size=len(WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir).train),
         frameworks=ns.frameworks, world_sizes=tuple(sorted(set(ns.np))), out=ns.out, timeout=ns.timeout,
         repeats=ns.repeats or DEFAULT_ROUNDS, horovod_controller=ns.horovod_controller, launcher=ns.launcher,
-        slurm=settings, step_delay_for=ns.step_delay_for, precision=ns.precision,
+        scheduler=where, step_delay_for=ns.step_delay_for, precision=ns.precision,
         time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget)
-    first = first_round(comparison, make, framework_options, reference and not cannot)
+    first = first_round(comparison, framework_options, reference and not cannot)
     return replace(comparison, launches=tuple(first))
 
 
-def first_round(plan: ComparisonPlan, make: Callable[..., Launch], framework_options: dict[str, Options],
-                reference: bool) -> list[Launch]:
+def first_round(plan: ComparisonPlan, framework_options: dict[str, Options], reference: bool) -> list[Launch]:
     """Round 1: every framework at every world size with every seed, the reference and the calibration pairs."""
-    options, private, out = plan.options, plan.private_network, plan.out
+    options, private, out, make = plan.options, plan.private_network, plan.out, plan.scheduler.make
     launches = []
     for world_size in plan.world_sizes:
         if world_size <= 0:
@@ -168,13 +167,6 @@ def first_round(plan: ComparisonPlan, make: Callable[..., Launch], framework_opt
     return launches
 
 
-def launch_maker(settings: SlurmSettings | None, timeout: float) -> Callable[..., Launch]:
-    """build_launch, or its Slurm form: a Slurm job per launch."""
-    if settings is not None:
-        return slurm.launch_maker(settings, timeout)
-    return build_launch
-
-
 def delayed_side(side: str | None, framework_options: dict[str, Options]) -> dict[str, Options]:
     """--step-delay-for FRAMEWORK: --step-delay-ms slows that side only (a known difference, for tests)."""
     if side is None:
@@ -186,7 +178,7 @@ def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Lau
     """Rounds 2..--repeats (or `numbers`): each framework launched again at each world size, first seed only, the order
     reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side; each
     in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only)."""
-    make = launch_maker(plan.slurm, plan.timeout)
+    make = plan.scheduler.make
     launches = []
     for number in numbers or range(2, plan.repeats + 1):
         again = replace(plan.options, seeds=plan.options.seeds[:1], round=number)
@@ -205,7 +197,8 @@ def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Lau
 class Runner:
     """Runs launches one after the other with progress shown; more can be added as rounds go on."""
 
-    def __init__(self, timeout: float, planned_total: int):
+    def __init__(self, scheduler: Scheduler, timeout: float, planned_total: int):
+        self.scheduler = scheduler
         self.timeout = timeout
         self.reporter = ProgressReporter(planned_total)
         self.outcomes: list[Outcome] = []
@@ -218,8 +211,7 @@ class Runner:
         for index, (launch, steps) in enumerate(zip(launches, planned, strict=True), first + 1):
             shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
             self.reporter.begin(launch.label, index, self.count, planned_steps=steps)
-            runner = slurm.run_slurm_job if slurm.is_slurm(launch) else run_launch
-            outcome = runner(launch, self.timeout,
+            outcome = self.scheduler.run(launch, self.timeout,
                              on_poll=lambda launch=launch: self.reporter.update(steps_done(launch.run_root,
                                                                                            launch.seeds)))
             self.outcomes.append(outcome)
@@ -258,7 +250,7 @@ def run_suite(plan: ComparisonPlan) -> int:
         print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
     design = start_design(plan) if plan.sequential else clear_design(plan.out)
     planned = steps_of(first_round + later)
-    runner = Runner(plan.timeout, sum(planned))
+    runner = Runner(plan.scheduler, plan.timeout, sum(planned))
     runner.count = len(first_round) + len(later)
     started = time.monotonic()
     try:

@@ -51,22 +51,22 @@ class SlurmSettings:
     ddp_form: str = "torchrun"  # "torchrun": srun torchrun, one per node; "srun": one task per rank
 
 
-def launch_maker(settings: SlurmSettings, timeout_s: float):
-    """A function with compare.launch's build_launch signature that makes Slurm jobs instead. A Slurm job
-    needs no network namespace (Slurm places the ranks): the local-only arguments are ignored."""
-    if unavailable():
-        raise UsageError(f"--scheduler slurm: {unavailable()}")
+class SlurmScheduler:
+    """Every launch a Slurm job (compare.launch.scheduling's interface). A Slurm job needs no network
+    namespace of its own (Slurm places the ranks): the local-only arguments are ignored."""
 
-    def make(framework: str, world_size: int, options: Options, run_root: Path, *,
+    def __init__(self, settings: SlurmSettings, timeout_s: float):
+        if unavailable():
+            raise UsageError(f"--scheduler slurm: {unavailable()}")
+        self.settings, self.timeout_s = settings, timeout_s
+
+    def make(self, framework: str, world_size: int, options: Options, run_root: Path, *,
              extra_env: dict[str, str] | None = None, **_local_only) -> SlurmLaunch:
-        return build_slurm_job(framework, world_size, options, run_root, settings, extra_env=extra_env,
-                            timeout_s=timeout_s)
+        return build_slurm_job(framework, world_size, options, run_root, self.settings, extra_env=extra_env,
+                               timeout_s=self.timeout_s)
 
-    return make
-
-
-def is_slurm(launch) -> bool:
-    return isinstance(launch, SlurmLaunch)
+    def run(self, launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None] | None = None) -> SlurmOutcome:
+        return run_slurm_job(launch, timeout_s, on_poll=on_poll)
 
 
 def unavailable() -> str | None:
