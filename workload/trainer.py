@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import random
-import signal
 import socket
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +19,7 @@ from workload import checkpoint, record_format
 from workload.backend import Backend
 from workload.checkpoint import Position
 from workload.errors import UsageError
+from workload.faults import forget_earlier_job, inject_fault
 from workload.options import Options
 from workload.record import RunRecorder
 from workload.workloads import load_workload, with_batch_norm
@@ -87,57 +84,6 @@ def make_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int, world_size:
         return changed * (start + (1.0 - start) * step / warmup_steps)
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
-# What stays the same across the restarts of one job and differs between two jobs: torchrun's run id and
-# store (kept across --max-restarts), the Gloo rendezvous of horovodrun or horovod.run (elastic Horovod's new
-# workers too), mpirun's job, Slurm's job step. None without a launcher: every start is a new job.
-_JOB_VARIABLES = (("TORCHELASTIC_RUN_ID", "MASTER_PORT"),
-                  ("HOROVOD_GLOO_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_PORT"),
-                  ("OMPI_MCA_orte_hnp_uri",), ("PMIX_NAMESPACE",), ("SLURM_JOB_ID", "SLURM_STEP_ID"))
-
-
-def job_identity() -> str | None:
-    for names in _JOB_VARIABLES:
-        if all(name in os.environ for name in names):  # hashed: the file need not show addresses
-            return hashlib.sha256("|".join(os.environ[name] for name in names).encode()).hexdigest()[:16]
-    return None
-
-
-def forget_earlier_job(options: Options, rank: int) -> None:
-    """A fault marker and an error file in --out belong to the job that wrote them. A new job in a reused --out
-    starts without them (an old marker would silently disable --fail-at-step); a restart of the same job
-    (torchrun --max-restarts, elastic Horovod's new workers) or a continuation (--auto-resume) keeps them."""
-    job_file = options.out / f".job-rank-{rank}"
-    current = job_identity()
-    try:
-        previous = job_file.read_text().strip()
-    except OSError:
-        previous = None
-    if not options.auto_resume and (current is None or previous != current):
-        for stale in (options.out / f".fault-injected-rank-{rank}", options.out / f"error-rank-{rank}.txt"):
-            stale.unlink(missing_ok=True)
-    if current is not None and previous != current:
-        options.out.mkdir(parents=True, exist_ok=True)
-        job_file.write_text(current + "\n")
-
-
-def inject_fault(options: Options, rank: int, step: int) -> None:
-    """Fail as asked, once per job: a marker in --out keeps a restarted job from failing again
-    (forget_earlier_job removes an earlier job's marker)."""
-    if options.fail_at_step != step or options.fail_rank != rank:
-        return
-    marker = options.out / f".fault-injected-rank-{rank}"
-    if marker.exists():
-        return
-    marker.write_text(f"{options.fail_mode} at step {step}\n")
-    print(f"injecting fault: {options.fail_mode} on rank {rank} after step {step}", file=sys.stderr, flush=True)
-    if options.fail_mode == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    elif options.fail_mode == "hang":
-        os.kill(os.getpid(), signal.SIGSTOP)
-    else:
-        os._exit(13)  # no clean-up, no goodbye to the other ranks: as a crash would
 
 
 def all_hosts(backend: Backend) -> list[str]:
