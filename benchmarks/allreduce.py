@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -49,6 +50,75 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+@dataclass(frozen=True)
+class Collectives:
+    """The few collectives the benchmark needs, from one framework: the only part that differs."""
+
+    rank: int
+    world_size: int
+    controller: str
+    barrier: Callable[[], object]
+    allreduce: Callable[[torch.Tensor], None]  # in place, summed
+    any_rank: Callable[[bool], bool]  # every rank must agree on when a size ends
+    slowest: Callable[[torch.Tensor, str], torch.Tensor]  # element-wise max over ranks
+    shutdown: Callable[[], None]
+
+
+def torch_collectives() -> Collectives:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", timeout=timedelta(minutes=5))
+
+    def any_rank(flag: bool) -> bool:
+        t = torch.tensor([float(flag)])
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def slowest(t: torch.Tensor, name: str) -> torch.Tensor:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t
+
+    def shutdown() -> None:
+        dist.destroy_process_group()
+        sys.stdout.flush()
+        os._exit(0)  # no finalization for Gloo's thread to abort in (docs/fault-tolerance.md)
+
+    return Collectives(dist.get_rank(), dist.get_world_size(), "gloo", dist.barrier, dist.all_reduce, any_rank,
+                       slowest, shutdown)
+
+
+def horovod_collectives() -> Collectives:
+    import horovod.torch as hvd
+
+    hvd.init()
+    return Collectives(
+        hvd.rank(), hvd.size(), "mpi" if hvd.mpi_enabled() else "gloo", hvd.barrier,
+        lambda t: hvd.allreduce_(t, op=hvd.Sum, name="bench.allreduce"),
+        lambda flag: bool(hvd.allreduce(torch.tensor([float(flag)]), op=hvd.Max, name="bench.stop").item()),
+        lambda t, name: hvd.allreduce(t, op=hvd.Max, name=name), hvd.shutdown)
+
+
+def measure(comm: Collectives, size: int, args: argparse.Namespace) -> dict:
+    """One message size: untimed calls, then timed ones until --min-time (at least --min-iters); the slowest
+    rank's time of each call, and their median."""
+    tensor = torch.ones(size // 4)
+    for _ in range(args.warmup):
+        comm.allreduce(tensor)
+    times: list[float] = []
+    started = time.perf_counter()
+    while True:
+        times.append(_timed(lambda: comm.allreduce(tensor)))
+        enough = len(times) >= args.max_iters or (
+            len(times) >= args.min_iters and time.perf_counter() - started >= args.min_time)
+        if comm.any_rank(enough):
+            break
+    slowest = comm.slowest(torch.tensor(times, dtype=torch.float64), f"bench.times.{size}")
+    median = float(np.median(slowest.numpy()))
+    algbw = size / median / 1e9
+    return {"bytes": size, "iters": len(times), "median_s": median, "algbw_gbps": algbw,
+            "busbw_gbps": algbw * 2 * (comm.world_size - 1) / comm.world_size}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", choices=["torch", "horovod"], required=True)
@@ -60,71 +130,15 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-
-    if args.framework == "torch":
-        import torch.distributed as dist
-
-        dist.init_process_group("gloo", timeout=timedelta(minutes=5))
-        rank, world_size, controller = dist.get_rank(), dist.get_world_size(), "gloo"
-        barrier = dist.barrier
-
-        def allreduce(t: torch.Tensor) -> None:
-            dist.all_reduce(t)
-
-        def stop_all(flag: bool) -> bool:  # every rank must agree on when a size ends
-            t = torch.tensor([float(flag)])
-            dist.all_reduce(t, op=dist.ReduceOp.MAX)
-            return bool(t.item())
-    else:
-        import horovod.torch as hvd
-
-        hvd.init()
-        rank, world_size = hvd.rank(), hvd.size()
-        controller = "mpi" if hvd.mpi_enabled() else "gloo"
-        barrier = hvd.barrier
-
-        def allreduce(t: torch.Tensor) -> None:
-            hvd.allreduce_(t, op=hvd.Sum, name="bench.allreduce")
-
-        def stop_all(flag: bool) -> bool:
-            return bool(hvd.allreduce(torch.tensor([float(flag)]), op=hvd.Max, name="bench.stop").item())
-
-    copy = memory_copy_gbps() if rank == 0 else {}
-    barrier()
-    factor = 2 * (world_size - 1) / world_size
-    rows = []
-    for size in sizes:
-        tensor = torch.ones(size // 4)
-        for _ in range(args.warmup):
-            allreduce(tensor)
-        times: list[float] = []
-        started = time.perf_counter()
-        while True:
-            times.append(_timed(lambda tensor=tensor: allreduce(tensor)))
-            enough = len(times) >= args.max_iters or (
-                len(times) >= args.min_iters and time.perf_counter() - started >= args.min_time)
-            if stop_all(enough):
-                break
-        slowest = torch.tensor(times, dtype=torch.float64)
-        if args.framework == "torch":
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-        else:
-            slowest = hvd.allreduce(slowest, op=hvd.Max, name=f"bench.times.{size}")
-        median = float(np.median(slowest.numpy()))
-        algbw = size / median / 1e9
-        rows.append({"bytes": size, "iters": len(times), "median_s": median, "algbw_gbps": algbw,
-                     "busbw_gbps": algbw * factor})
-    if rank == 0:
-        write_json_atomic(args.out, {"framework": args.framework, "controller": controller, "world_size": world_size,
-                                     "memory_copy_gbps": copy, "sizes": rows})
-    barrier()
-    if args.framework == "horovod":
-        hvd.shutdown()
-        return
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    os._exit(0)  # no finalization for Gloo's thread to abort in (docs/fault-tolerance.md)
+    comm = torch_collectives() if args.framework == "torch" else horovod_collectives()
+    copy = memory_copy_gbps() if comm.rank == 0 else {}
+    comm.barrier()
+    rows = [measure(comm, int(size), args) for size in args.sizes.split(",")]
+    if comm.rank == 0:
+        write_json_atomic(args.out, {"framework": args.framework, "controller": comm.controller,
+                                     "world_size": comm.world_size, "memory_copy_gbps": copy, "sizes": rows})
+    comm.barrier()
+    comm.shutdown()
 
 
 if __name__ == "__main__":
