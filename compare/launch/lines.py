@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,9 @@ class Launch:
     env: dict[str, str]
     run_root: Path  # the --out given to the implementation; seeds write run_root/seed-S
     log_path: Path
+    # The evidence, read from the log, that every rank finished its work, for a launch whose ranks write no run
+    # record (a user's script under `compare migrate --verify`); None: every seed's record says "ok".
+    finished_per_log: Callable[[str], bool] | None = None
 
     @property
     def label(self) -> str:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workload.record_format import METRICS, METRICS_PART, says_ok
 from workload.trainer import seed_directory
+
+if TYPE_CHECKING:
+    from compare.launch.lines import Launch
 
 _RANK_PATTERNS = (
     re.compile(r"Root Cause.*?\brank\s*:\s*(\d+)", re.S),      # torchrun's summary: the first failure
@@ -51,9 +55,14 @@ def records_complete(run_root: Path, seeds: tuple[int, ...]) -> bool:
     return all(says_ok(seed_directory(run_root, seed, seeds)) for seed in seeds)
 
 
-def aborted_after_the_records(log: str, run_root: Path, seeds: tuple[int, ...]) -> bool:
-    """A launch that failed only because a worker aborted in its interpreter's teardown, the work done."""
-    return TEARDOWN_ABORT in log and records_complete(run_root, seeds)
+def aborted_after_the_work(log: str, launch: Launch) -> bool:
+    """A launch that failed only because a worker aborted in its interpreter's teardown, the work done: every
+    record complete, or, for ranks that write none, the launch's own evidence in the log."""
+    if TEARDOWN_ABORT not in log:
+        return False
+    if launch.finished_per_log is not None:
+        return launch.finished_per_log(log)
+    return records_complete(launch.run_root, launch.seeds)
 
 
 def log_excerpt(path: Path, telling: int = 12, last: int = 12) -> str:

@@ -18,7 +18,7 @@ import psutil
 
 from compare.launch.contention import ContentionSampler
 from compare.launch.lines import Launch
-from compare.launch.logs import TEARDOWN_NOTE, aborted_after_the_records, failing_rank, log_excerpt
+from compare.launch.logs import TEARDOWN_NOTE, aborted_after_the_work, failing_rank, log_excerpt
 from compare.launch.remote_cleanup import stop_remote_workers
 from workload.files import write_json_atomic
 from workload.record_format import CONTENTION_RECORD
@@ -134,9 +134,7 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
 
 
 def only_teardown_failed(outcome: Outcome, log_text: str) -> bool:
-    """Whether a failed launch failed only in a worker's interpreter teardown, its records complete
+    """Whether a failed launch failed only in a worker's interpreter teardown, its work done
     (compare/launch/logs.py); if so the outcome is marked, and counts as ok."""
-    launch = outcome.launch
-    outcome.teardown_abort = (not outcome.timed_out
-                              and aborted_after_the_records(log_text, launch.run_root, launch.seeds))
+    outcome.teardown_abort = not outcome.timed_out and aborted_after_the_work(log_text, outcome.launch)
     return outcome.teardown_abort

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from compare.importers import Series, build_record, source_digest
 from compare.launch.lines import Launch, horovodrun, launch_env, torchrun
-from compare.launch.logs import TEARDOWN_ABORT, TEARDOWN_NOTE
+from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, read_loss_log
 from compare.migrate.launch_mode import LaunchMode
@@ -70,13 +70,12 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float, scrip
     python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
                                                 os.environ.get("PYTHONPATH")]))
     env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path}
-    outcome = run_launch(Launch(name, 0, (0,), command, env, run_dir, run_dir / LAUNCH_LOG), timeout)
+    # A script writes no run record: its ranks' own word that they finished (the rank tag's last line) stands in.
+    launch = Launch(name, 0, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
+    outcome = run_launch(launch, timeout)
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
     output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
     print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})", flush=True)
-    # A script without a run record: its ranks' own word that they finished stands in for the record.
-    if not outcome.ok and not outcome.timed_out and TEARDOWN_ABORT in output and every_rank_finished(output):
-        outcome.teardown_abort = True
     if outcome.teardown_abort:
         print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
     return (0 if outcome.ok else code), output
