@@ -150,3 +150,21 @@ def test_the_check_catches_a_cycle_inside_a_package():
 def test_the_check_catches_an_upward_import(source, expect_violation):
     probe = ROOT / "compare" / "analysis" / "_layer_probe.py"  # never written: the source is given
     assert bool(violations(probe, source)) is expect_violation
+
+
+# The command line is parsed in compare/commands/ and in the implementations' own CLI (generated from the option
+# fields); everything below takes typed values (ComparisonPlan, SlurmSettings, Options), never a namespace.
+ARGPARSE_HOMES = ("compare.commands", "workload.options", "workload.optionspec")
+
+
+def argparse_users(sources: dict[Path, str]) -> list[str]:
+    return sorted(module_name(path) for path, source in sources.items()
+                  if any(name == "argparse" or name.startswith("argparse.") for _, name in imports(source, path))
+                  and not any(module_name(path) == home or module_name(path).startswith(home + ".")
+                              for home in ARGPARSE_HOMES))
+
+
+def test_only_the_commands_and_the_implementations_cli_parse_arguments():
+    assert argparse_users({path: path.read_text() for path in SOURCES}) == []
+    probe = ROOT / "compare" / "launch" / "_probe.py"  # never written: the source is given
+    assert argparse_users({probe: "import argparse\n"}) == ["compare.launch._probe"]

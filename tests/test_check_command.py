@@ -109,7 +109,7 @@ def test_help_lists_every_registered_command_and_exit_status():
 def test_a_command_loads_only_its_own_module():
     """`compare check` runs after every launch in the suite and in users' CI: it reads records and needs neither
     torch nor LibCST nor matplotlib (4.4 CPU-seconds of imports here when every command's module was loaded)."""
-    code = ("import sys\nfrom compare.__main__ import build_parser\nbuild_parser(['check'])\n"
+    code = ("import sys\nfrom compare.commands.cli import build_parser\nbuild_parser(['check'])\n"
             "print(sorted(m for m in ('torch', 'libcst', 'matplotlib') if m in sys.modules))")
     result = run([sys.executable, "-c", code])
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr

@@ -229,7 +229,7 @@ def test_launch_through_the_cli(capsys):
 
 
 def test_script_arguments_after_double_dash():
-    from compare.__main__ import build_parser
+    from compare.commands.cli import build_parser
 
     ns = build_parser().parse_args(["migrate", "a.py", "--verify", "--", "--epochs", "1", "--np", "4"])
     assert ns.script_args == ["--epochs", "1", "--np", "4"] and ns.np == 2 and ns.verify

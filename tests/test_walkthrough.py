@@ -57,7 +57,7 @@ def test_compare_run_rejects_one_sided_features_up_front(tmp_path, args, message
 
 
 def test_one_sided_feature_is_fine_on_its_own_side():
-    from compare.__main__ import build_parser
+    from compare.commands.cli import build_parser
     from compare.commands.run import plan
 
     ns = build_parser().parse_args(["run", "--zero", "--frameworks", "ddp", "--np", "2", "--seeds", "0"])
@@ -66,7 +66,7 @@ def test_one_sided_feature_is_fine_on_its_own_side():
 
 
 def test_uneven_inputs_plan_skips_the_reference_and_says_why():
-    from compare.__main__ import build_parser
+    from compare.commands.cli import build_parser
     from compare.commands.run import plan
 
     ns = build_parser().parse_args(["run", "--uneven-inputs", "--np", "2", "--seeds", "0"])
