@@ -272,3 +272,17 @@ def test_slurm_options_need_the_scheduler(tmp_path, capsys):
     code = main(["run", "--nodes", "2", "--partition", "gpu", "--steps", "8", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and "--nodes, --partition need --scheduler slurm" in err, err
+
+
+def test_a_slurm_job_aborted_at_exit_is_judged_by_its_records(tmp_path):
+    """The teardown forgiveness asks the launch for its evidence of finished work (Launch.finished_per_log);
+    a Slurm job's ranks write run records, so those decide, as for a local launch."""
+    from compare.launch.logs import TEARDOWN_ABORT, aborted_after_the_work
+    from compare.launch.slurm import SlurmLaunch
+
+    job = SlurmLaunch("ddp", 2, (0,), "", {}, tmp_path, tmp_path / "job.log", settings=None, nodes=1)
+    log = f"step 3 loss 0.5\n{TEARDOWN_ABORT}\n"
+    assert not aborted_after_the_work(log, job)  # no record yet: a failure
+    (tmp_path / "run.json").write_text(json.dumps({"status": "ok"}))
+    (tmp_path / "metrics.jsonl").write_text("")
+    assert aborted_after_the_work(log, job) and not aborted_after_the_work("step 3 loss 0.5\n", job)

@@ -2,7 +2,7 @@
 
 Each module here defines `add_parser(commands)` (it adds its sub-parser, whose `func` default is the
 command's entry point `main(ns) -> int`). COMMANDS names every command and its module, in `--help`'s order:
-`compare/__main__.py` imports only the module of the command given (a `compare check` never loads torch,
+the parser (compare/commands/cli.py) imports only the module of the command given (a `compare check` never loads torch,
 LibCST or matplotlib), and all of them for `--help`.
 """
 

@@ -88,7 +88,7 @@ def training_args(options: Options, framework: str) -> list[str]:
 
 
 def container_env(options: Options) -> list[dict]:
-    """The launch's thread variables (commands.thread_env) as a container's name/value pairs."""
+    """The launch's thread variables (lines.thread_env) as a container's name/value pairs."""
     return [{"name": name, "value": value} for name, value in thread_env(options.threads).items()]
 
 

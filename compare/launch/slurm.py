@@ -89,6 +89,7 @@ class SlurmLaunch:
     settings: SlurmSettings
     nodes: int
     command: list[str] = field(default_factory=list)  # the sbatch command line
+    finished_per_log: None = None  # a job's ranks write run records: those say whether the work finished
 
     @property
     def label(self) -> str:
