@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -39,15 +41,26 @@ def test_horovodrun_np2(tmp_path, horovod_built, controller):
     assert "Open MPI" in (meta["versions"]["mpi"] or "")
 
 
+def pinned_cores(output: str) -> dict[int, int]:
+    return {int(rank): int(core) for rank, core in re.findall(r"rank (\d+) pinned to core (\d+)", output)}
+
+
 def test_mpirun_np2(tmp_path, horovod_built):
-    ok(run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, "-m", "hvd_impl",
-            *FAST, "--out", str(tmp_path)]))
-    check_record(tmp_path, "horovod", "mpirun", "mpi", 2)
+    # --pin-cores under mpirun, which may bind each rank itself: each keeps a core of its own.
+    result = ok(run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, "-m", "hvd_impl",
+                     *FAST, "--pin-cores", "--out", str(tmp_path)]))
+    meta = check_record(tmp_path, "horovod", "mpirun", "mpi", 2)
+    cores = pinned_cores(result.stdout)
+    assert sorted(cores) == [0, 1] and meta["cpu_affinity"] == [cores[0]], result.stdout
+    assert len(set(cores.values())) == min(2, len(os.sched_getaffinity(0))), cores
 
 
 def test_torchrun_np2(tmp_path):
-    ok(torchrun(2, *FAST, "--out", str(tmp_path)))
-    check_record(tmp_path, "ddp", "torchrun", "gloo", 2)
+    result = ok(torchrun(2, *FAST, "--pin-cores", "--out", str(tmp_path)))
+    meta = check_record(tmp_path, "ddp", "torchrun", "gloo", 2)
+    cores = pinned_cores(result.stdout)
+    allowed = sorted(os.sched_getaffinity(0))
+    assert cores == {0: allowed[0], 1: allowed[1 % len(allowed)]} and meta["cpu_affinity"] == [allowed[0]]
 
 
 @pytest.mark.parametrize("module", ["hvd_impl", "native_impl"])

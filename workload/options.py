@@ -156,6 +156,8 @@ class Options:
                                             "on both", group=RUN, check=_device_present)
     threads: int = option(1, "torch threads per worker, set the same for both frameworks", group=RUN,
                           check=positive_int)
+    pin_cores: bool = option(False, "pin each rank to its own core (by local rank), every thread of it, the "
+                             "same on both sides (workload/placement.py)", group=RUN)
     out: Path = option(Path("runs/latest"), "run directory to write", group=RUN, run_directory=True)
     log_every: int = option(10, "gather per-step metrics from all ranks every N steps (one collective per N "
                             "steps)", group=RUN, check=positive_int)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from workload import checkpoint, record_format
+from workload import checkpoint, placement, record_format
 from workload.backend import Backend
 from workload.checkpoint import Position
 from workload.errors import UsageError
@@ -252,6 +252,7 @@ class Trainer:
             "options": options.as_record(),
             "effective_lr": self.lr,
             "threads": torch.get_num_threads(),
+            "cpu_affinity": placement.cpu_affinity(),
             "device": str(self.device),
             "versions": {**record_format.versions(), **backend.versions()},
             "host": record_format.host_info(),
@@ -434,6 +435,8 @@ class Trainer:
 def train(options: Options, backend: Backend, trainer: type[Trainer] = Trainer) -> list[Path]:
     """Train once per seed in this one launch; returns the run directories."""
     torch.set_num_threads(options.threads)
+    if options.pin_cores:  # after the framework's start, so that its threads move too
+        print(f"rank {backend.rank} pinned to core {placement.pin_to_core(backend.local_rank)}", flush=True)
     return [trainer(options, backend, seed).train() for seed in options.seeds if not _finished(options, seed)]
 
 

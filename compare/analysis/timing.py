@@ -14,6 +14,24 @@ PHASE_KEYS = ("data_s", "forward_s", "backward_s", "optimizer_s")
 BOOTSTRAP_RESAMPLES = 2000
 
 
+MSER_BATCH = 5
+
+
+def settled_warmup(step_times: np.ndarray, batch: int = MSER_BATCH) -> int:
+    """The steps to leave out before the step times settle, read from the data: MSER-5 (White 1997, "An
+    effective truncation heuristic for bias reduction in simulation experiments"; White, Cobb and Spratt 2000).
+    The log times are averaged in batches of 5; the cut is the number of leading batches d (at most half) that
+    minimises the remaining batches' variance over their count, var(z[d:]) / (m - d), the squared standard
+    error of what is kept: a cut that removes a transient shrinks it, one that removes settled steps does not."""
+    logs = np.log(np.asarray(step_times, dtype=np.float64))
+    m = len(logs) // batch
+    if m < 4:  # too few batches to tell a transient from noise
+        return min(1, len(logs))
+    z = logs[: m * batch].reshape(m, batch).mean(axis=1)
+    cut = min(range(m // 2 + 1), key=lambda d: float(np.var(z[d:])) / (m - d))
+    return cut * batch
+
+
 def measured(step_times: np.ndarray, warmup: int) -> np.ndarray:
     """Step times after the first `warmup` steps (allocator warm-up, lazy init, first allreduce setup)."""
     return np.asarray(step_times, dtype=np.float64)[max(warmup, 0) :]
