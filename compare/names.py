@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from workload.optionspec import FRAMEWORK_NAMES
+
 # Exit status of every `python -m compare` command; EXIT_MEANINGS says what each means (and `--help` shows it).
 EXIT_OK = 0
 EXIT_PARITY_FAILS = 1
@@ -26,9 +28,9 @@ EXIT_MEANINGS = {
 PARITY_EXIT = {"holds": EXIT_OK, "fails": EXIT_PARITY_FAILS, "undecided": EXIT_UNDECIDED,
                "different jobs": EXIT_DIFFERENT_JOBS}
 
-FRAMEWORKS = ("horovod", "ddp")  # the two sides of every comparison
+FRAMEWORKS = tuple(FRAMEWORK_NAMES)  # the two sides of every comparison: ("horovod", "ddp")
 JUDGED = (*FRAMEWORKS, "reference")  # everything a comparison may hold records of
-DISPLAY = {"horovod": "Horovod", "ddp": "DDP", "reference": "reference"}
+DISPLAY = {**FRAMEWORK_NAMES, "reference": "reference"}
 MODULES = {"horovod": "hvd_impl", "ddp": "native_impl", "reference": "workload.reference"}
 
 

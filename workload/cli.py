@@ -15,6 +15,7 @@ from workload.backend import Backend
 from workload.errors import UsageError
 from workload.launchers import launcher_rank
 from workload.options import Options, check_writable, parse_options
+from workload.record_format import error_trace
 from workload.trainer import run_with_backend, train
 
 
@@ -54,7 +55,7 @@ def one_line(exc: BaseException) -> str:
 
 
 def _save_traceback(out: Path, rank: int) -> str:
-    trace = Path(out) / f"error-rank-{rank}.txt"
+    trace = error_trace(out, rank)
     try:
         trace.write_text(traceback.format_exc())
     except OSError:

@@ -7,8 +7,10 @@ import hashlib
 import os
 import signal
 import sys
+from pathlib import Path
 
 from workload.options import Options
+from workload.record_format import error_trace
 
 # What stays the same across the restarts of one job and differs between two jobs: torchrun's run id and
 # store (kept across --max-restarts), the Gloo rendezvous of horovodrun or horovod.run (elastic Horovod's new
@@ -36,11 +38,16 @@ def forget_earlier_job(options: Options, rank: int) -> None:
     except OSError:
         previous = None
     if not options.auto_resume and (current is None or previous != current):
-        for stale in (options.out / f".fault-injected-rank-{rank}", options.out / f"error-rank-{rank}.txt"):
+        for stale in (fault_marker(options.out, rank), error_trace(options.out, rank)):
             stale.unlink(missing_ok=True)
     if current is not None and previous != current:
         options.out.mkdir(parents=True, exist_ok=True)
         job_file.write_text(current + "\n")
+
+
+def fault_marker(out: Path, rank: int) -> Path:
+    """The file that says this job's fault was injected (and when: its mtime), so a restart does not fail again."""
+    return out / f".fault-injected-rank-{rank}"
 
 
 def inject_fault(options: Options, rank: int, step: int) -> None:
@@ -48,7 +55,7 @@ def inject_fault(options: Options, rank: int, step: int) -> None:
     (forget_earlier_job removes an earlier job's marker)."""
     if options.fail_at_step != step or options.fail_rank != rank:
         return
-    marker = options.out / f".fault-injected-rank-{rank}"
+    marker = fault_marker(options.out, rank)
     if marker.exists():
         return
     marker.write_text(f"{options.fail_mode} at step {step}\n")

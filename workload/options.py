@@ -20,6 +20,7 @@ from typing import Literal
 from workload.errors import UsageError
 from workload.optionspec import (
     FRAMEWORK_NAMES,
+    Parser,
     argument,
     directory,
     flag,
@@ -278,15 +279,8 @@ def ignored_options(options: dict, framework: str) -> list[str]:
     return [flag(name) for name in names if name in options and options[name] != FIELDS[name].default]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError instead of printing usage and exiting."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise UsageError(message)
-
-
 def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog, description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = Parser(prog=prog, description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_arguments(parser)
     return parser
 

@@ -16,6 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from workload.errors import UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of printing usage and exiting: every parser of the project's, the
+    implementations' and compare's commands (one line and exit 2, never argparse's own exit)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(message)
+
+
 Owner = Literal["both", "horovod", "ddp"]
 FRAMEWORK_NAMES = {"horovod": "Horovod", "ddp": "DDP"}
 # (flag, value, all the options) -> what is wrong, in one line, or None. Not called for a value of None.

@@ -97,6 +97,11 @@ def write_metrics(run_dir: Path, lines: list[dict]) -> None:
     write_atomic(run_dir / METRICS, metrics_text(lines))
 
 
+def error_trace(out: Path, rank: int) -> Path:
+    """Where a failed rank's traceback goes (workload/cli.py), rather than the terminal."""
+    return Path(out) / f"error-rank-{rank}.txt"
+
+
 def says_ok(run_dir: Path) -> bool:
     """Whether the record in `run_dir` is complete: run.json says "ok" and metrics.jsonl is there."""
     try:

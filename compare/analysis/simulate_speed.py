@@ -28,8 +28,9 @@ from scipy import signal, stats
 from compare.analysis.contention import OTHERS_MIN_CORES
 from compare.analysis.sequential import MIXTURE_C, sequence_bounds
 from compare.analysis.speed import MIN_ROUNDS
+from compare.names import FRAMEWORKS
 
-SIDES = ("horovod", "ddp")  # axis 2 of every (trials, rounds, sides) array
+SIDES = FRAMEWORKS  # axis 2 of every (trials, rounds, sides) array
 CHUNK = 200  # trials drawn at once: bounds memory at (CHUNK, rounds, 2, steps) floats
 
 

@@ -13,11 +13,6 @@ from workload.errors import UsageError
 DEFAULTS = argparse.ArgumentDefaultsHelpFormatter
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        raise UsageError(message)
-
-
 def int_list(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(part) for part in text.split(",") if part.strip())

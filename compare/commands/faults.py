@@ -20,7 +20,15 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from compare.analysis.faults import EXPECTED_NOT_TO_RECOVER, FAULT_RANK, FAULT_STEP, FaultResult, judge_fault
+from compare.analysis.faults import (
+    DEFAULT_FAULTS_OUT,
+    EXPECTED_NOT_TO_RECOVER,
+    FAULT_RANK,
+    FAULT_STEP,
+    FAULTS_JSON,
+    FaultResult,
+    judge_fault,
+)
 from compare.analysis.records import RecordError, load_run
 from compare.commands.arguments import DEFAULTS, word_list
 from compare.launch.lines import recovery_launch
@@ -30,6 +38,7 @@ from compare.names import EXIT_OK, EXIT_RUN_FAILED
 from compare.render.blocks import render_markdown
 from compare.render.faults import fault_table, faults_markdown
 from workload.errors import UsageError
+from workload.faults import fault_marker
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options
 
@@ -69,7 +78,7 @@ def run_faults(ns: argparse.Namespace) -> int:
                   + (f" (expected not to recover: {expected}; waiting {limit:.0f} s to show it)" if expected else ""),
                   file=sys.stderr, flush=True)
             outcome = run_launch(faulty_launch, limit, on_poll=heartbeat(run_dir, limit))
-            marker = run_dir / f".fault-injected-rank-{FAULT_RANK}"
+            marker = fault_marker(run_dir, FAULT_RANK)
             try:
                 faulty = load_run(run_dir)
             except RecordError:
@@ -82,7 +91,7 @@ def run_faults(ns: argparse.Namespace) -> int:
             print(f"  {word} ({outcome.describe()})", file=sys.stderr, flush=True)
     write_faults(out, results, commands, ns)
     print(render_markdown([fault_table(results)]))
-    print(f"faults: {out / 'faults.md'}  (also faults.json)")
+    print(f"faults: {out / 'faults.md'}  (also {FAULTS_JSON})")
     return EXIT_OK if all(r.as_expected for r in results) else EXIT_RUN_FAILED
 
 
@@ -103,7 +112,7 @@ def heartbeat(run_dir: Path, limit: float) -> Callable[[], None]:
 
 
 def write_faults(out: Path, results: list[FaultResult], commands: list[str], ns: argparse.Namespace) -> None:
-    write_json_atomic(out / "faults.json", {"schema_version": 1, "fault_step": FAULT_STEP, "fault_rank": FAULT_RANK,
+    write_json_atomic(out / FAULTS_JSON, {"schema_version": 1, "fault_step": FAULT_STEP, "fault_rank": FAULT_RANK,
                                             "interval": ns.interval, "collective_timeout": ns.collective_timeout,
                                             "results": [asdict(r) for r in results], "commands": commands})
     write_atomic(out / "faults.md", faults_markdown(results, steps=ns.steps, interval=ns.interval,
@@ -115,7 +124,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                  formatter_class=DEFAULTS,
                                  description="Kill, exit or stop a worker of each framework at np 2 and report "
                                              "recovery (torchrun --max-restarts with checkpoints; elastic Horovod).")
-    faults.add_argument("--out", type=Path, default=Path("results/faults"), help="where records and the table go")
+    faults.add_argument("--out", type=Path, default=DEFAULT_FAULTS_OUT, help="where records and the table go")
     faults.add_argument("--scenarios", type=word_list, default=list(SCENARIOS), help=", ".join(SCENARIOS))
     faults.add_argument("--steps", type=int, default=40, help="optimizer steps per run (the fault is at step 13)")
     faults.add_argument("--interval", type=int, default=8, help="steps between checkpoints / commits")

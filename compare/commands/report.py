@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from compare.analysis.faults import DEFAULT_FAULTS_OUT, FAULTS_JSON
 from compare.analysis.records import RecordError, RunRecord, find_runs
 from compare.analysis.speed import TradeoffInputs, code_lines
 from compare.analysis.summary import analyse
@@ -35,7 +36,7 @@ COMPARISON_RECORD = "comparison.json"
 ROOT = Path(__file__).resolve().parents[2]
 BACKEND_FILES = {"horovod": ROOT / "hvd_impl" / "backend.py", "ddp": ROOT / "native_impl" / "backend.py",
                  "shared": ROOT / "workload" / "backend.py"}
-FAULTS_RECORD = Path("faults") / "faults.json"  # where `compare faults` writes (results/faults by default)
+FAULTS_RECORD = Path(DEFAULT_FAULTS_OUT.name) / FAULTS_JSON  # `compare faults --out X/faults` beside a comparison
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +100,7 @@ def inputs_from_records(directory: Path, analysis: AnalysisSettings, targets: tu
 
 def find_faults(out: Path) -> Path | None:
     """`compare faults` results beside this comparison: OUT/faults, OUT/../faults, or results/faults."""
-    for candidate in (out / FAULTS_RECORD, out.parent / FAULTS_RECORD, Path("results") / FAULTS_RECORD):
+    for candidate in (out / FAULTS_RECORD, out.parent / FAULTS_RECORD, DEFAULT_FAULTS_OUT / FAULTS_JSON):
         if candidate.is_file():
             return candidate
     return None
