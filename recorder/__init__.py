@@ -87,11 +87,7 @@ class _Horovod:
         self.hvd.barrier()
 
     def launcher(self) -> str:
-        if "HOROVOD_RANK" in os.environ:  # horovodrun on Gloo, and horovod.run
-            return "horovodrun"
-        if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
-            return "horovodrun" if _under_horovodrun_mpi() else "mpirun"
-        return "none"
+        return _launcher(self.framework, os.environ)
 
     def versions(self) -> dict[str, str | None]:
         import horovod
@@ -126,12 +122,32 @@ class _TorchDistributed:
         self.dist.barrier()
 
     def launcher(self) -> str:
-        if "TORCHELASTIC_RUN_ID" in os.environ:
-            return "torchrun"
-        return "env" if "RANK" in os.environ else "none"
+        return _launcher(self.framework, os.environ)
 
     def versions(self) -> dict[str, str | None]:
         return {"nccl": ".".join(map(str, torch.cuda.nccl.version())) if self.comm_backend == "nccl" else None}
+
+
+# Which launcher started this worker: a copy of workload/launchers.py's LAUNCHERS (this file stays one copyable
+# file), held to it by tests/test_record_format.py. (name, frameworks, rank variables (one of them set), variables
+# set beside, whether horovodrun --mpi must be told from mpirun); in order, the first row that matches wins.
+_LAUNCHERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], bool], ...] = (
+    ("torchrun", ("ddp",), ("RANK",), ("TORCHELASTIC_RUN_ID",), False),
+    ("horovodrun", ("horovod",), ("HOROVOD_RANK",), (), False),
+    ("horovodrun", ("horovod",), ("OMPI_COMM_WORLD_RANK", "PMI_RANK"), (), True),
+    ("mpirun", ("horovod",), ("OMPI_COMM_WORLD_RANK", "PMI_RANK"), (), False),
+    ("srun", ("horovod",), ("PMIX_RANK",), ("SLURM_PROCID",), False),
+    ("srun", ("ddp",), ("RANK",), ("SLURM_PROCID",), False),
+    ("env", ("ddp",), ("RANK",), (), False),
+)
+
+
+def _launcher(framework: str, environ: Any) -> str:
+    for name, frameworks, rank, also, mpi_check in _LAUNCHERS:
+        if (framework in frameworks and any(v in environ for v in rank) and all(v in environ for v in also)
+                and (not mpi_check or _under_horovodrun_mpi())):
+            return name
+    return "none"
 
 
 def _under_horovodrun_mpi() -> bool:

@@ -118,3 +118,19 @@ def test_the_recorders_horovodrun_mpi_check_is_the_launcher_tables():
         return lines[end + 1:]
 
     assert body(recorder._under_horovodrun_mpi) == body(under_horovodrun_mpi)
+
+
+def test_the_recorders_launcher_table_is_workload_launchers():
+    """recorder/'s copy of LAUNCHERS: the same rows in the same order, and the same answer for every
+    launcher's environment (the horovodrun --mpi check reads the process tree: false here, for both)."""
+    import recorder
+    from workload.launchers import LAUNCHERS, detect_launcher
+
+    assert list(recorder._LAUNCHERS) == [(row.name, row.frameworks, row.rank, row.also, row.check is not None)
+                                         for row in LAUNCHERS]
+    names = {name for row in LAUNCHERS for name in (*row.rank, *row.also)}
+    environments = [{}, *({name: "0"} for name in names), *({**{a: "0" for a in row.also}, row.rank[0]: "0"}
+                                                           for row in LAUNCHERS)]
+    for framework in ("horovod", "ddp"):
+        for environ in environments:
+            assert recorder._launcher(framework, environ) == detect_launcher(framework, environ), environ
