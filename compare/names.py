@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from workload.errors import EXIT_USAGE as USAGE_EXIT
 from workload.optionspec import FRAMEWORK_NAMES
 
 # Exit status of every `python -m compare` command; EXIT_MEANINGS says what each means (and `--help` shows it).
 EXIT_OK = 0
 EXIT_PARITY_FAILS = 1
-EXIT_USAGE = 2
+EXIT_USAGE = USAGE_EXIT  # the implementations exit 2 on bad input too (workload/errors.py)
 EXIT_RUN_FAILED = 3
 EXIT_UNDECIDED = 4
 EXIT_DIFFERENT_JOBS = 5

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workload.backend import Backend
-from workload.errors import UsageError
+from workload.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from workload.launchers import launcher_rank
 from workload.options import Options, check_writable, parse_options
 from workload.record_format import error_trace
@@ -32,16 +32,16 @@ def run_training(options: Options, start_backend: Callable[[Options], Backend], 
         check_writable(options.out)
     except UsageError as exc:
         say_error(prog, str(exc), rank)
-        return 2
+        return EXIT_USAGE
     try:
         run_with_backend(options, start_backend, train_fn)
     except UsageError as exc:  # from the options and the data: the same on every rank, said once
         if rank == 0:
             say_error(prog, str(exc))
-        return 2
+        return EXIT_USAGE
     except Exception as exc:
         say_error(prog, f"{one_line(exc)}{_save_traceback(options.out, rank)}", rank)
-        return 1
+        return EXIT_FAILED
     return 0
 
 
@@ -71,7 +71,7 @@ def main(start_backend: Callable[[Options], Backend], prog: str, description: st
     except UsageError as exc:
         if launcher_rank() == 0:
             say_error(prog, str(exc))
-        return 2
+        return EXIT_USAGE
     if ns.spawn is None or spawn is None:
         return run_training(options, start_backend, prog, train_fn)
     try:
@@ -79,8 +79,8 @@ def main(start_backend: Callable[[Options], Backend], prog: str, description: st
         spawn(options, ns.spawn, ns.spawn_controller)
     except UsageError as exc:
         say_error(prog, str(exc))
-        return 2
+        return EXIT_USAGE
     except Exception as exc:  # a spawned worker failed: the launcher ended the group and says which one
         say_error(prog, f"{one_line(exc)}{_save_traceback(options.out, 0)}")
-        return 1
+        return EXIT_FAILED
     return 0

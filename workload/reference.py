@@ -11,7 +11,7 @@ import sys
 
 from workload.backend import Backend
 from workload.cli import run_training, say_error
-from workload.errors import UsageError
+from workload.errors import EXIT_USAGE, UsageError
 from workload.options import Options, build_parser, parse_options
 
 PROG = "python -m workload.reference"
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"--emulate-ranks needs {ns.emulate_world_size} ranks below {ns.emulate_world_size}")
     except UsageError as exc:
         say_error(PROG, str(exc))
-        return 2
+        return EXIT_USAGE
 
     def start(options: Options) -> ReferenceBackend:
         if options.uneven_inputs:

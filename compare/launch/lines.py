@@ -42,11 +42,16 @@ class Launch:
 
     @property
     def label(self) -> str:
-        return f"{self.framework} np{self.world_size}"
+        return launch_label(self.framework, self.world_size)
 
     def shell_line(self) -> str:
         variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
         return f"{variables} {shlex.join(self.command)}".strip()
+
+
+def launch_label(framework: str, world_size: int) -> str:
+    """How progress lines and reports name a launch, local or Slurm alike: "ddp np2"."""
+    return f"{framework} np{world_size}"
 
 
 def executable(name: str) -> str:

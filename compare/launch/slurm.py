@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compare.launch.lines import thread_env
+from compare.launch.lines import launch_label, thread_env
 from compare.launch.logs import failing_rank as launcher_failing_rank
 from compare.launch.logs import log_excerpt
 from compare.launch.process import Outcome, only_teardown_failed
@@ -93,7 +93,7 @@ class SlurmLaunch:
 
     @property
     def label(self) -> str:
-        return f"{self.framework} np{self.world_size}"
+        return launch_label(self.framework, self.world_size)
 
     @property
     def script_path(self) -> Path:

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compare.launch.lines import thread_env
+from compare.launch.lines import launch_env
 from compare.names import FRAMEWORKS
 from workload.errors import UsageError
 from workload.options import Options, build_parser, options_from_namespace, to_argv, validate
@@ -19,7 +19,7 @@ TUNING_RECORD = "tuning.json"  # what a comparison ran with, beside its runs/
 # What tuning may change; anything else (seed, learning rate, ...) would make the comparison unequal.
 TUNABLE = {"horovod": {"fusion_threshold_mb", "cycle_time_ms", "threads"},
            "ddp": {"bucket_cap_mb", "gradient_as_bucket_view", "threads"}}
-HARNESS_ENV = {*thread_env(1), "GLOO_SOCKET_IFNAME"}  # what every launch sets itself (lines.py)
+HARNESS_ENV = set(launch_env("ddp", 1)) | set(launch_env("horovod", 1))  # what every launch sets itself (lines.py)
 
 
 @dataclass(frozen=True)
