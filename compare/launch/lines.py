@@ -1,4 +1,4 @@
-"""Every launcher command line the project runs, built in one place.
+"""The launcher lines of local launches, built in one place (Slurm's and Kubernetes' own: slurm.py, k8s.py).
 
 horovodrun (--mpi / --gloo, fixed hosts or elastic), torchrun (standalone, restarts), the Python spawn
 launchers, the single-process reference, a benchmarks/ module under any of them, the loopback-only

@@ -5,7 +5,7 @@ Two passes over one LibCST tree: `HorovodUses` finds every Horovod use and decid
 `HorovodToDDP` applies those decisions. Statements are replaced whole; everything else (formatting,
 comments, blank lines) is the original's. What has no equivalent stays in place and is flagged.
 
-Each pass is one visitor made of a class per concern, in compare/migrate/:
+Pass 1 is a LibCST visitor, pass 2 a transformer, each made of a class per concern, in compare/migrate/:
     horovod_uses.py          pass 1: the imports, every hvd. name and call, the flags of what needs a person
     uses_lightning.py        pass 1: a Lightning Trainer Horovod drove
     uses_accumulation.py     pass 1: backward_passes_per_step, which backward() syncs
