@@ -11,8 +11,8 @@ import importlib
 from collections.abc import Sequence
 
 from compare.commands import COMMANDS
-from compare.commands.arguments import Parser
 from compare.names import EXIT_MEANINGS
+from workload.optionspec import Parser
 
 DESCRIPTION = "python -m compare: run Horovod and DDP under identical conditions and report parity and speed."
 
