@@ -89,13 +89,16 @@ def log_medians(times: list[np.ndarray], warmup: int | None) -> tuple[np.ndarray
 def summarise(out: Path, world_sizes: list[int], names: list[str]) -> list[dict]:
     rows = []
     for name in names:
+        if not (out / "runs" / slug(name)).is_dir():  # not launched in this study
+            continue
+        runs = [run for run in find_runs(out / "runs" / slug(name)) if run.status == "ok"]  # read once
         for world_size in world_sizes:
+            times: dict[str, dict[int, np.ndarray]] = {"horovod": {}, "ddp": {}}
+            for run in runs:
+                if run.world_size == world_size:
+                    where = next(part for part in reversed(run.path.parts) if "-round" in part)
+                    times[run.framework][int(where.rsplit("round", 1)[1])] = run.step_times
             for warmup in (FIXED_WARMUP, None):
-                times: dict[str, dict[int, np.ndarray]] = {"horovod": {}, "ddp": {}}
-                for run in find_runs(out / "runs" / slug(name)):
-                    if run.world_size == world_size and run.status == "ok":
-                        where = next(part for part in reversed(run.path.parts) if "-round" in part)
-                        times[run.framework][int(where.rsplit("round", 1)[1])] = run.step_times
                 common = sorted(set(times["horovod"]) & set(times["ddp"]))
                 if len(common) < 2:
                     continue
