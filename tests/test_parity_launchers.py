@@ -8,6 +8,7 @@ import re
 import sys
 
 import pytest
+from headroom import keep, report_headroom, shortfalls
 from helpers import ROOT, horovodrun, ok, read_meta, run, torchrun
 
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_USAGE
@@ -65,6 +66,10 @@ def test_identical_jobs_hold_over_a_long_run_at_np_1_2_and_4(tmp_path, horovod_b
     assert bands == {1: "calibrated", 2: "calibrated", 4: "calibrated"}
     long = [s for level in report["levels"] for c in level["comparisons"].values() for s in c["seeds"]]
     assert all(s["losses"]["n_common"] >= 50 for s in long)
+    # The calibrated defaults keep their headroom on this job (docs/parity.md, "The numbers behind each default").
+    found = report_headroom(report)
+    keep("digits", found, tmp_path)
+    assert not shortfalls(found), f"defaults without headroom: {shortfalls(found)}; all: {found}"
 
 
 def test_a_run_whose_loss_becomes_nan_is_recorded_as_failed(tmp_path):
