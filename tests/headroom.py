@@ -14,12 +14,13 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from compare.analysis.parity import SATURATION, STEP_K, STEP_RTOL, Band, default_margins
+from compare.analysis.parity import SATURATION, STEP_K, Band, default_margins
 
 CALIBRATED = ("CHAOS_SAFETY", "margins")
 """What a calibrated verdict uses: every compared pair of the same job must keep its gaps inside these."""
 UNCALIBRATED = ("STEP_RTOL", "DEFAULT_DECADE_STEPS")
 """What `compare check` uses without a calibration."""
+DEFAULT_BAND = Band("default")
 DEFAULT_BAND_HOLDS = {"mlp": (1, 2, 4), "lm": (1, 2, 4)}
 """Where docs/parity.md says the uncalibrated default band covers a job's one-ulp pairs (workload: world sizes).
 Elsewhere the docs say to calibrate: resnet parts by step 3-5; digits at np 4 tenfolds every 4-5 steps from
@@ -38,20 +39,23 @@ class Room:
         self.value = ratio if self.value is None else min(self.value, ratio)
 
 
+def _against_the_default(rooms: dict[str, Room], step: int, gap: float) -> None:
+    """The uncalibrated band at one step: `STEP_RTOL` alone to `STEP_K`, then its growth, until it saturates."""
+    allowed = DEFAULT_BAND.tolerance(step)
+    if allowed < SATURATION:
+        rooms["STEP_RTOL" if step <= STEP_K else "DEFAULT_DECADE_STEPS"].see(allowed, gap)
+
+
 def pair_headroom(comparison: dict) -> dict[str, float | None]:
     """One compared pair over its seeds: against the band the verdict used (calibrated: CHAOS_SAFETY times the
     one-ulp pairs), against the uncalibrated default band, and its end points against the default margins."""
     rooms = {name: Room() for name in (*CALIBRATED, *UNCALIBRATED)}
-    default = Band("default")
     for seed in comparison["seeds"]:
         losses = seed["losses"]
         for step, gap, tolerance in zip(losses["steps"], losses["rel_diffs"], losses["tolerances"], strict=True):
             if tolerance < SATURATION:
                 rooms["CHAOS_SAFETY"].see(tolerance, gap)
-            if step <= STEP_K:
-                rooms["STEP_RTOL"].see(STEP_RTOL, gap)
-            elif default.tolerance(step) < SATURATION:
-                rooms["DEFAULT_DECADE_STEPS"].see(default.tolerance(step), gap)
+            _against_the_default(rooms, step, gap)
     margins = default_margins()
     for name, result in comparison.get("end_points", {}).items():
         if result.get("mean_diff") is not None and result.get("mean_a") is not None:
@@ -64,12 +68,8 @@ def ulp_pair_headroom(band: dict) -> dict[str, float | None]:
     """The uncalibrated default band against a calibrated band's one-ulp pairs (the widest at every step): the
     float chaos of a job against itself, which the default has to cover when no calibration is at hand."""
     rooms = {name: Room() for name in UNCALIBRATED}
-    default = Band("default")
-    for step, chaos in ((int(step), gap) for step, gap in band["envelope"].items()):
-        if step <= STEP_K:
-            rooms["STEP_RTOL"].see(STEP_RTOL, chaos)
-        elif default.tolerance(step) < SATURATION:
-            rooms["DEFAULT_DECADE_STEPS"].see(default.tolerance(step), chaos)
+    for step, chaos in band["envelope"].items():
+        _against_the_default(rooms, int(step), chaos)
     return {name: room.value for name, room in rooms.items()}
 
 

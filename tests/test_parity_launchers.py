@@ -69,7 +69,8 @@ def test_identical_jobs_hold_over_a_long_run_at_np_1_2_and_4(tmp_path, horovod_b
     # The calibrated defaults keep their headroom on this job (docs/parity.md, "The numbers behind each default").
     found = report_headroom(report)
     keep("digits", found, tmp_path)
-    assert not shortfalls(found), f"defaults without headroom: {shortfalls(found)}; all: {found}"
+    short = shortfalls(found)
+    assert not short, f"defaults without headroom: {short}; all: {found}"
 
 
 def test_a_run_whose_loss_becomes_nan_is_recorded_as_failed(tmp_path):
