@@ -290,7 +290,7 @@ def build_record(series: Series, *, kind: str, source: Path, digest: str, framew
         "options": options, "effective_lr": options.get("lr"), "versions": {}, "host": None, "hosts": [], "env": {},
         "start_time": _iso(walls[0]) if walls else None, "end_time": _iso(walls[-1]) if walls else None,
         "duration_s": round(walls[-1] - walls[0], 3) if len(walls) > 1 else None,
-        "steps": len(logged), "samples_per_step": global_batch,
+        "steps": logged[-1] + offset, "samples_per_step": global_batch,  # the run's length, not the lines logged
         "imported": {
             "format": kind, "source": str(source), "sha256": digest, "fields": series.fields,
             "imported_at": imported_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -123,6 +123,7 @@ def test_a_log_every_ten_steps_keeps_its_numbers_and_says_so(tmp_path, capsys):
     assert compare_main(["import", "csv", str(source), "--out", str(tmp_path / "out")]) == 0
     assert [s["step"] for s in read_steps(tmp_path / "out")] == list(range(10, 110, 10))
     assert read_meta(tmp_path / "out")["imported"]["steps_logged_every"] == 10
+    assert read_meta(tmp_path / "out")["steps"] == 100  # the run's length: 10 losses of 100 steps
     assert "a loss every 10 steps" in capsys.readouterr().err
 
 
