@@ -100,7 +100,13 @@ def test_stepwise_counts_only_common_steps_and_rejects_nan():
 def test_relative_difference():
     assert relative_difference(1.0, 1.1) == pytest.approx(0.1 / 1.1)
     assert relative_difference(2.0, 2.0) == relative_difference(0.0, 1e-12) == 0.0  # the absolute floor
-    assert relative_difference(1.0, math.nan) == math.inf and relative_difference(math.nan, math.nan) == 0.0
+    assert relative_difference(1.0, math.nan) == math.inf
+    # a run that blew up is never within the band, even against another that blew up the same way
+    for a, b in ((math.nan, math.nan), (math.inf, -math.inf), (math.inf, math.nan), (math.inf, math.inf)):
+        assert relative_difference(a, b) == math.inf, (a, b)
+    assert relative_difference(0.0, 2e-7) < 1e-5  # near zero: judged against NEAR_ZERO, not against 2e-7
+    assert relative_difference(0.5, 0.5004, allowance=0.0005) == 0.0  # printed rounding explains it
+    assert relative_difference(0.5, 0.502, allowance=0.0005) == pytest.approx(0.0015 / 0.502)
 
 
 def test_load_run_reads_steps_evals_and_properties(tmp_path):

@@ -4,6 +4,8 @@ parity.py, PRECISION_FACTOR); a real learning-rate change still fails, and a cal
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from fixtures import write_run
@@ -53,13 +55,13 @@ def test_bf16_noise_holds_without_calibration_and_says_why(tmp_path, capsys):
 
 def test_the_same_noise_in_float32_fails(tmp_path, capsys):
     assert compare_main(["check", *pair(tmp_path, bf16_noise, {"amp": False})]) == 1
-    assert "diverges at step 2" in capsys.readouterr().out
+    assert re.search(r"diverges at step 2\b", capsys.readouterr().out)
 
 
 def test_a_five_percent_lr_change_under_bf16_still_fails(tmp_path, capsys):
     assert compare_main(["check", *pair(tmp_path, lambda x: lr_change_at_40(bf16_noise(x)), {"amp": True})]) == 1
     out = capsys.readouterr().out
-    assert "parity fails: diverges at step 4" in out  # step 42-45, within 5 steps of the change
+    assert re.search(r"parity fails: diverges at step 4[0-5]\b", out), out  # within 5 steps of the change at 40
     assert "identical to step" not in out  # in bf16 one rounding can part identical histories at once
 
 

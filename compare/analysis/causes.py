@@ -39,7 +39,7 @@ class CauseKind(str, Enum):
     SUMMATION_ORDER = "summation order"  # settings that move a loss by float noise differ
     VERSIONS = "versions"
     EPOCH_START = "epoch start"  # diverged at an epoch's first step: the new epoch's data order
-    NONFINITE = "nonfinite"  # NaN or infinite on one side from the divergence on
+    NONFINITE = "nonfinite"  # NaN or infinite on one side, or both, from the divergence on
     EVALUATION_DIFFERS = "evaluation differs"  # training losses agree, an evaluation does not
     INITIAL_STATE = "initial state"  # diverged at step 1, before any update
     FIRST_UPDATE = "first update"  # diverged at step 2
@@ -61,6 +61,7 @@ class Cause:
     metric: str | None = None  # the differing evaluation: its metric and each side's value
     a: float | None = None
     b: float | None = None
+    both: bool | None = None  # NONFINITE: both sides went non-finite at that step
 
     def to_dict(self) -> dict:
         return jsonable({**dataclasses.asdict(self), "kind": self.kind.value})
@@ -85,6 +86,8 @@ def exact_onset(seed: SeedVerdict) -> Cause | None:
     step, gap = losses.first_divergence_step, losses.first_divergence_gap
     if step is not None:
         if step <= 2 or losses.nonfinite_step == step or gap is None or not gap >= NOISE_ONSET:
+            return None
+        if losses.rounding_a or losses.rounding_b:  # equal printed values are not bit-identical runs
             return None
         span = _identical_span(seed, step - 1)
         if span is None:
@@ -125,7 +128,8 @@ def shape_cause(step: int, seed: SeedVerdict, reduced_precision: bool, small_gap
     losses = seed.losses
     gap, tolerance = losses.first_divergence_gap, losses.tolerance_at_divergence
     if losses.nonfinite_step is not None and losses.nonfinite_step == step:
-        return Cause(CauseKind.NONFINITE, step=step)
+        both = all(found is not None and found[0] == step for found in (losses.nonfinite_a, losses.nonfinite_b))
+        return Cause(CauseKind.NONFINITE, step=step, both=both)
     if losses.first_divergence_step is None and (bad := seed.first_eval_divergence) is not None:
         return Cause(CauseKind.EVALUATION_DIFFERS, step=bad.step, metric=bad.metric, a=bad.a, b=bad.b)
     if step == 1:

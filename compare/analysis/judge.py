@@ -34,6 +34,7 @@ from compare.analysis.parity import (
     stepwise,
 )
 from compare.analysis.records import RecordError, RunRecord, jsonable
+from compare.analysis.rounding import printed_units
 
 Group = dict[int, RunRecord]  # seed -> run
 
@@ -84,6 +85,7 @@ class ParityVerdict:
     seeds: list[SeedVerdict]
     end_points: dict[str, EquivalenceResult]
     reduced_precision: bool = False
+    evaluated_only: str | None = None  # the side's name when only one side evaluated at all (the other has none)
 
     @property
     def first_divergence(self) -> tuple[int, SeedVerdict] | None:
@@ -112,9 +114,31 @@ class ParityVerdict:
         return jsonable(data)
 
 
+def accuracy_allowance(samples: int | None) -> float:
+    """How far one evaluation's accuracy may move at any band: one prediction flipping (1.5 / samples, so that
+    exactly one flip passes whatever the rounding of the fraction); 0 when the count is not recorded."""
+    return 1.5 / samples if samples else 0.0
+
+
+def _eval_samples(entry: dict, other: dict) -> int | None:
+    samples = min(entry.get("eval_samples") or 0, other.get("eval_samples") or 0)
+    return samples or None
+
+
+def _eval_units(run: RunRecord) -> dict[str, dict[int, float]]:
+    """Each metric's printed units, step by step (empty where the values look unrounded)."""
+    units = {}
+    for metric in EVAL_METRICS:
+        values = {int(e["step"]): float(e[metric]) for e in run.evals if e.get(metric) is not None}
+        units[metric] = printed_units(values) or {}
+    return units
+
+
 def compare_evals(a: RunRecord, b: RunRecord, band: Band) -> list[EvalComparison]:
-    """Evaluations paired by step; an accuracy may move by one prediction (1.5 / samples) at any band."""
+    """Evaluations paired by step; an accuracy may move by one prediction (1.5 / samples) at any band, and
+    either value by half a unit of its printed rounding. A non-finite value never agrees."""
     b_by_step = {int(e["step"]): e for e in b.evals}
+    units_a, units_b = _eval_units(a), _eval_units(b)
     found = []
     for entry in a.evals:
         other = b_by_step.get(int(entry["step"]))
@@ -129,14 +153,15 @@ def compare_evals(a: RunRecord, b: RunRecord, band: Band) -> list[EvalComparison
             if va is None or vb is None:
                 found.append(EvalComparison(step, metric, va, vb, math.inf, tolerance, False))
                 continue
+            printing = 0.5 * (units_a[metric].get(step, 0.0) + units_b[metric].get(step, 0.0))
+            finite = math.isfinite(va) and math.isfinite(vb)
             if metric == "eval_accuracy":
-                samples = min(entry.get("eval_samples") or 0, other.get("eval_samples") or 0)
-                allowed = max(tolerance * abs(va), 1.5 / samples if samples else 0.0)
-                gap = abs(va - vb)
+                allowed = max(tolerance * abs(va), accuracy_allowance(_eval_samples(entry, other))) + printing
+                gap = abs(va - vb) if finite else math.inf
             else:
-                allowed, gap = tolerance, relative_difference(va, vb)
+                allowed, gap = tolerance, relative_difference(va, vb, printing)
             found.append(EvalComparison(step, metric, va, vb, gap, allowed,
-                                        gap <= allowed or tolerance >= SATURATION))
+                                        finite and (gap <= allowed or tolerance >= SATURATION)))
     return found
 
 
@@ -169,14 +194,39 @@ def stepwise_end_point(name: str, a: Group, b: Group, seeds: list[SeedVerdict]) 
                              method="step-wise: every step to the last within the band, for every seed")
 
 
-def band_within_margin(margin: Margin, seeds: list[SeedVerdict], values: list[float]) -> bool:
-    """Whether the band at every seed's last step is no wider than the end point's margin: only then can the
-    step-wise level stand in for the equivalence test. A band of 3% at the end (100 x a calibration pair at
-    3e-4, as resnet's) would otherwise pass end points 2.5% apart, beyond the 2% margin (docs/parity.md,
-    "Error rates, end to end")."""
-    widest = max((s.losses.tolerances[-1] for s in seeds if s.losses.tolerances), default=0.0)
+def band_within_margin(name: str, margin: Margin, seeds: list[SeedVerdict], values: list[float],
+                       band: Band) -> bool:
+    """Whether what the step-wise level allowed at every seed's last step (or last evaluation) is no wider than
+    the end point's margin: only then can it stand in for the equivalence test. A band of 3% at the end (100 x
+    a calibration pair at 3e-4, as resnet's) would otherwise pass end points 2.5% apart, beyond the 2% margin
+    (docs/parity.md, "Error rates, end to end"). An accuracy's allowance of one sample's flip (1.5 points on
+    100 samples) is not taken as what it allows: it would pass accuracies 1.4 points apart against a 1-point
+    margin. Its observed gap counts instead, with the band's own width there."""
     level = sum(abs(v) for v in values) / len(values) if values else 0.0
-    return widest * level <= margin.resolve(level)
+    if name == "final_loss":
+        allowed = [0.0 if s.losses.identical else
+                   s.losses.tolerances[-1] * level + (s.losses.allowances[-1] if s.losses.allowances else 0.0)
+                   for s in seeds if s.losses.tolerances]
+    else:
+        metric = name
+        last = [[e for e in s.evals if e.metric == metric] for s in seeds]
+        allowed = [max(found[-1].gap, band.tolerance(found[-1].step) * level) if metric == "eval_accuracy"
+                   else found[-1].tolerance * level for found in last if found]
+    return max(allowed, default=0.0) <= margin.resolve(level)
+
+
+def resolvable(name: str, margin: Margin, a: Group, b: Group, seeds: list[int]) -> str | None:
+    """Why an accuracy end point cannot be decided equivalent, or None: an evaluation set so small that one
+    sample's flip (the per-evaluation allowance) is wider than the margin cannot resolve it."""
+    if name != "eval_accuracy" or margin.kind != "absolute":
+        return None
+    counts = [min((a[s].final_eval or {}).get("eval_samples") or 0, (b[s].final_eval or {}).get("eval_samples") or 0)
+              for s in seeds]
+    counts = [c for c in counts if c]
+    if counts and accuracy_allowance(min(counts)) > margin.value:
+        return (f"{min(counts)} evaluation samples cannot resolve a {margin.value * 100:g}-point margin (one "
+                f"sample's flip is allowed at each evaluation: {accuracy_allowance(min(counts)) * 100:.2g} points)")
+    return None
 
 
 def reduced_formats(run: RunRecord) -> set[str]:
@@ -209,18 +259,27 @@ def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None =
         band = dataclasses.replace(band, rtol=floor[0], detail=floor[1])  # a calibration, when given, decides
     seeds = [judge_seed(s, a[s], b[s], band) for s in common]
     end_points: dict[str, EquivalenceResult] = {}
+    evaluated = {name for name, group in ((a_name, a), (b_name, b)) if any(group[s].evals for s in common)}
     if with_end_points:
         for name, read in END_POINTS.items():
             a_values = {s: read(a[s]) for s in common if read(a[s]) is not None}
             b_values = {s: read(b[s]) for s in common if read(b[s]) is not None}
-            if not (a_values or b_values):
-                continue
+            if not (a_values and b_values):
+                continue  # on neither side, or on one side only (named: evaluated_only)
             if all(s.losses.full_power for s in seeds) and all(s.passed for s in seeds) and \
-                    band_within_margin(margins[name], seeds, [*a_values.values(), *b_values.values()]):
+                    band_within_margin(name, margins[name], seeds, [*a_values.values(), *b_values.values()], band):
                 end_points[name] = stepwise_end_point(name, a, b, seeds)
-            else:
-                end_points[name] = equivalence(a_values, b_values, margins[name])
-    return ParityVerdict(_outcome(job, seeds, end_points), a_name, b_name, job, band, seeds, end_points, reduced)
+                continue
+            result = equivalence(a_values, b_values, margins[name])
+            why = resolvable(name, margins[name], a, b, sorted(set(a_values) & set(b_values)))
+            if why and result.outcome == "equivalent" and (result.ci_low, result.ci_high) != (0.0, 0.0):
+                result = dataclasses.replace(result, outcome="undecided", reason=why)
+            elif why and result.outcome == "undecided":
+                result = dataclasses.replace(result, reason=f"{why}; {result.reason}")
+            end_points[name] = result
+    only = next(iter(evaluated)) if len(evaluated) == 1 else None
+    return ParityVerdict(_outcome(job, seeds, end_points), a_name, b_name, job, band, seeds, end_points, reduced,
+                         only)
 
 
 def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, EquivalenceResult]) -> str:

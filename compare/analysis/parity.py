@@ -15,9 +15,12 @@ Pure: numbers in, dataclasses out; no prose beyond short reasons, no files.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import functools
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +28,7 @@ import numpy as np
 from scipy import stats
 
 from compare.analysis.records import jsonable
+from compare.analysis.rounding import printed_units, slack
 
 STEP_RTOL = 1e-5
 """The tolerance floor on the relative loss difference at any step (float32 epsilon is 1.19e-7; PyTorch's own
@@ -38,6 +42,13 @@ to 2e-5 at step 9, and its one-ulp pair does the same), the floor alone would ca
 ATOL = 1e-7
 """Absolute floor: two losses closer than this (float32 resolution at a loss of 1) never diverge, however
 small they are (losses near zero, or 0 against 1e-12)."""
+
+NEAR_ZERO = 0.1
+"""Losses smaller than this are compared as if they were this large (the relative difference's denominator, and
+a relative end-point margin's level, never go below it). A loss near zero is computed from terms of order 1 (a
+cross-entropy is the difference of two log-sum-exp terms of the logits' size), so float32 leaves it rounding
+of about 1e-7 absolute, not relative to its own size: 2e-7 against 0 is noise, not a relative difference of
+1. At the band's floor this allows 1e-6 absolute; identical runs that reach a loss of 0 stay equivalent."""
 
 CHAOS_SAFETY = 100.0
 """How far above a calibration pair's divergence the compared pair may be. The calibration pair differs
@@ -76,6 +87,10 @@ def precision_floor(formats: set[str]) -> tuple[float, str] | None:
 SATURATION = 0.05
 """A band this wide (5% relative) no longer tells a bug from chaos: the step-wise level stops there."""
 
+BAND_CEILING = 1.0
+"""The band never grows past this (a relative difference is at most 2): past SATURATION its width is only
+shown, and the cap keeps its tenfold growth finite at any step (10 ** (200000 / 60) overflows)."""
+
 CONFIDENCE = 0.95
 """Each one-sided test of the equivalence test runs at 1 - CONFIDENCE (the usual 5% error rate of TOST)."""
 
@@ -103,19 +118,31 @@ class Band:
     decade_steps: float = DEFAULT_DECADE_STEPS
     detail: str = ""  # what calibrated it
 
+    @functools.cached_property
+    def _envelope_steps(self) -> list[int]:
+        return sorted(self.envelope)
+
     def tolerance(self, step: int) -> float:
+        """O(log n) in the calibration's length: a comparison of 200,000 steps takes seconds."""
         if self.source == "calibrated":
-            known = [s for s in self.envelope if s <= step]
-            chaos = self.envelope[max(known)] if known else 0.0
-            if step > max(self.envelope, default=0):  # past the calibration's end: keep growing at the default pace
-                chaos = max(chaos, self.rtol) * 10 ** ((step - max(self.envelope)) / self.decade_steps)
-            return max(self.rtol, self.safety * chaos)
+            steps = self._envelope_steps
+            at = bisect.bisect_right(steps, step)
+            chaos = self.envelope[steps[at - 1]] if at else 0.0
+            if steps and step > steps[-1]:  # past the calibration's end: keep growing at the default pace
+                chaos = _grown(max(chaos, self.rtol), step - steps[-1], self.decade_steps)
+            return min(BAND_CEILING, max(self.rtol, self.safety * chaos))
         if step <= self.k:
             return self.rtol
-        return self.rtol * 10 ** ((step - self.k) / self.decade_steps)
+        return _grown(self.rtol, step - self.k, self.decade_steps)
 
     def to_dict(self) -> dict:
         return jsonable(dataclasses.asdict(self))
+
+
+def _grown(start: float, steps: float, decade_steps: float) -> float:
+    """`start` grown tenfold every `decade_steps` steps, capped at BAND_CEILING (computed in logs: no overflow)."""
+    exponent = math.log10(start) + steps / decade_steps if start > 0 else -math.inf
+    return BAND_CEILING if exponent >= math.log10(BAND_CEILING) else 10.0 ** exponent
 
 
 def calibrated_band(control_a: Mapping[int, float], control_b: Mapping[int, float], *, rtol: float = STEP_RTOL,
@@ -138,15 +165,24 @@ def combine_bands(bands: list[Band]) -> Band:
     return dataclasses.replace(bands[0], envelope=envelope, detail="; ".join(band.detail for band in bands))
 
 
-def relative_difference(a: float, b: float) -> float:
-    """|a-b| / max(|a|, |b|), zero within the absolute floor ATOL; a non-finite value is infinitely far
-    (unless both sides are the same non-finite value)."""
+def relative_difference(a: float, b: float, allowance: float = 0.0) -> float:
+    """|a-b| / max(|a|, |b|, NEAR_ZERO), less `allowance` (what printed rounding alone can explain) from the
+    gap, zero within the absolute floor ATOL. A non-finite value on either side is infinitely far, even against the
+    same non-finite value: a run that blew up is never within the band."""
     if not (math.isfinite(a) and math.isfinite(b)):
-        return 0.0 if (math.isnan(a) and math.isnan(b)) or a == b else math.inf
-    gap = abs(a - b)
+        return math.inf
+    gap = abs(a - b) - allowance
     if gap <= ATOL:
         return 0.0
-    return gap / max(abs(a), abs(b))
+    return gap / max(abs(a), abs(b), NEAR_ZERO)
+
+
+def nonfinite_from(values: Mapping[int, float], steps: Sequence[int]) -> tuple[int, str] | None:
+    """(step, "nan" | "inf" | "-inf") of the first of `steps` whose value is not finite."""
+    for step in steps:
+        if not math.isfinite(values[step]):
+            return step, repr(values[step])
+    return None
 
 
 def by_step(losses: Mapping[int, float] | Sequence[float]) -> dict[int, float]:
@@ -170,7 +206,12 @@ class StepwiseResult:
     first_divergence_gap: float | None = None
     tolerance_at_divergence: float | None = None
     abs_gap_at_first_divergence: float | None = None
-    nonfinite_step: int | None = None  # the first step where exactly one side is NaN or infinite
+    nonfinite_step: int | None = None  # the first common step where either side is NaN or infinite
+    nonfinite_a: tuple[int, str] | None = None  # (step, "nan" | "inf" | "-inf"): where a first went non-finite
+    nonfinite_b: tuple[int, str] | None = None
+    rounding_a: float | None = None  # the coarsest unit in the last printed place of a's losses (None: unrounded)
+    rounding_b: float | None = None
+    allowances: list[float] = field(default_factory=list)  # per common step: half a printed unit of each side
     judged_until: int | None = None  # the last step at which the band was below SATURATION
     identical_through: int | None = None  # every common step from the first through this one bit-identical
     missing_a: list[tuple[int, int]] = field(default_factory=list)  # b's steps a lacks, beyond a's interval
@@ -186,12 +227,23 @@ class StepwiseResult:
         return self.missing_fraction > GAPS_UNDECIDED
 
     @property
+    def identical(self) -> bool:
+        """Whether every common step is bit-identical: then no band, however wide, is needed to say so."""
+        return self.identical_through is not None and self.identical_through == self.last_step
+
+    @property
     def full_power(self) -> bool:
-        """Whether every common step was judged with a band below SATURATION."""
-        return self.judged_until is not None and self.judged_until == self.last_step
+        """Whether every common step was judged with a band below SATURATION (or is bit-identical)."""
+        return (self.judged_until is not None and self.judged_until == self.last_step) or self.identical
 
     def to_dict(self) -> dict:
         return jsonable(dataclasses.asdict(self))
+
+
+def _share_in_gaps(steps: Sequence[int], gaps: Sequence[tuple[int, int]]) -> float:
+    """The fraction of `steps` (sorted) that fall inside the gaps; O(gaps x log n)."""
+    inside = sum(bisect.bisect_right(steps, hi) - bisect.bisect_left(steps, lo) for lo, hi in gaps)
+    return inside / len(steps)
 
 
 def missing_ranges(mine: Sequence[int], other: Sequence[int]) -> list[tuple[int, int]]:
@@ -200,12 +252,13 @@ def missing_ranges(mine: Sequence[int], other: Sequence[int]) -> list[tuple[int,
     that logs every 10 steps has no gap where the other logs every step; one that lost steps 40-60 has."""
     if len(mine) < 2:
         return []
-    spacing = [b - a for a, b in itertools.pairwise(mine)]
-    usual = max(set(spacing), key=lambda d: (spacing.count(d), -d))
+    spacing = Counter(b - a for a, b in itertools.pairwise(mine))
+    usual = max(spacing, key=lambda d: (spacing[d], -d))
+    ordered = sorted(other)
     found = []
     for low, high in itertools.pairwise(mine):
         if high - low > usual:
-            lost = [s for s in other if low < s < high]
+            lost = ordered[bisect.bisect_right(ordered, low):bisect.bisect_left(ordered, high)]
             if lost:
                 found.append((lost[0], lost[-1]))
     return found
@@ -219,26 +272,32 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
     common = sorted(set(a) & set(b))
     if not common:
         return StepwiseResult(False, len(a), len(b), 0, None, None, None, None, reason="no common steps")
-    rel = [relative_difference(a[s], b[s]) for s in common]
+    units_a, units_b = printed_units(a), printed_units(b)
+    allowance = slack(units_a, units_b, common)
+    rel = [relative_difference(a[s], b[s], allowance.get(s, 0.0)) for s in common]
     tol = [band.tolerance(s) for s in common]
     worst = int(np.argmax(rel))
     judged = [s for s, t in zip(common, tol, strict=True) if t < SATURATION]
     over = [i for i, (r, t) in enumerate(zip(rel, tol, strict=True)) if r > t and t < SATURATION]
-    nonfinite = next((s for s in common if math.isfinite(a[s]) != math.isfinite(b[s])), None)
+    nonfinite_a, nonfinite_b = nonfinite_from(a, common), nonfinite_from(b, common)
+    nonfinite = min((found[0] for found in (nonfinite_a, nonfinite_b) if found), default=None)
     first = over[0] if over else None
     equal = next((i for i, s in enumerate(common) if a[s] != b[s]), len(common))  # exactly, not within ATOL
     inside = {side: [s for s in sorted(steps) if common[0] <= s <= common[-1]] for side, steps in (("a", a), ("b", b))}
     missing_a, missing_b = missing_ranges(inside["a"], inside["b"]), missing_ranges(inside["b"], inside["a"])
-    fraction = max(sum(1 for s in inside[other] if any(lo <= s <= hi for lo, hi in gaps)) / len(inside[other])
-                   for gaps, other in ((missing_a, "b"), (missing_b, "a")))
+    fraction = max(_share_in_gaps(inside[other], gaps) for gaps, other in ((missing_a, "b"), (missing_b, "a")))
     return StepwiseResult(
         passed=first is None and nonfinite is None, n_a=len(a), n_b=len(b), n_common=len(common),
         first_step=common[0], last_step=common[-1], max_rel_diff=rel[worst], max_at_step=common[worst],
         first_divergence_step=common[first] if first is not None else nonfinite,
-        first_divergence_gap=rel[first] if first is not None else (math.inf if nonfinite else None),
+        first_divergence_gap=rel[first] if first is not None else (math.inf if nonfinite is not None else None),
         tolerance_at_divergence=tol[first] if first is not None else None,
         abs_gap_at_first_divergence=abs(a[common[first]] - b[common[first]]) if first is not None else None,
-        nonfinite_step=nonfinite, judged_until=judged[-1] if judged else None,
+        nonfinite_step=nonfinite, nonfinite_a=nonfinite_a, nonfinite_b=nonfinite_b,
+        rounding_a=max(units_a.values(), default=None) if units_a else None,
+        rounding_b=max(units_b.values(), default=None) if units_b else None,
+        allowances=[allowance.get(s, 0.0) for s in common] if allowance else [],
+        judged_until=judged[-1] if judged else None,
         identical_through=common[equal - 1] if equal else None,
         missing_a=missing_a, missing_b=missing_b, missing_fraction=fraction,
         steps=common, rel_diffs=rel, tolerances=tol)
@@ -251,7 +310,9 @@ class Margin:
     source: str  # "user" | "default"
 
     def resolve(self, level: float) -> float:
-        return self.value * abs(level) if self.kind == "relative" else self.value
+        """The margin in the end point's units; a relative margin is taken of a level of at least NEAR_ZERO (at
+        a loss of zero it would be zero, and identical runs could not be equivalent)."""
+        return self.value * max(abs(level), NEAR_ZERO) if self.kind == "relative" else self.value
 
     def describe(self) -> str:
         amount = f"{self.value:.3g}" if self.kind == "absolute" else f"{self.value:.3g} relative"

@@ -79,7 +79,7 @@ class RunRecord:
 
     @property
     def losses(self) -> np.ndarray:
-        """In file order; a loss recorded as null (non-finite: the record says which in "nonfinite") is NaN."""
+        """In file order; a non-finite loss (null in the file, with "nonfinite" saying which) is that value."""
         return np.array([math.nan if s["loss"] is None else s["loss"] for s in self.steps], dtype=np.float64)
 
     @property
@@ -186,14 +186,12 @@ def _read_metrics(path: Path, *, partial: bool) -> tuple[list[dict], list[dict]]
             continue
         is_unterminated_last = number == len(lines)  # split leaves "" after a final newline
         try:
-            entry = loads(line)
+            entry = _restore_nonfinite(loads_lenient(line))
         except json.JSONDecodeError:
             if partial and is_unterminated_last:
                 break
             what = "truncated line" if is_unterminated_last else "not valid JSON"
             raise RecordError(f"{path}:{number}: {what}") from None
-        except ValueError as exc:  # NaN or Infinity: not strict JSON
-            raise RecordError(f"{path}:{number}: {exc}") from None
         if not isinstance(entry, dict):
             raise RecordError(f"{path}:{number}: not a JSON object")
         kind = entry.get("kind")
@@ -215,6 +213,29 @@ def _read_metrics(path: Path, *, partial: bool) -> tuple[list[dict], list[dict]]
             raise RecordError(f"{path}:{number}: line has no 'kind'")
         # Other kinds come from later schema additions; readers skip them.
     return steps, evals
+
+
+def loads_lenient(text: str) -> object:
+    """JSON as Python's own `json.dumps` writes it by default: NaN, Infinity and -Infinity tokens are read as
+    those values (a user's metrics of a run that blew up must be judged, not refused). The project itself
+    writes strict JSON (workload/record_format.py)."""
+    return json.loads(text)
+
+
+def _restore_nonfinite(entry: object) -> object:
+    """A strict line's null values back to the non-finite values its "nonfinite" entry names, so that +inf and
+    -inf, or inf and NaN, stay apart."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("nonfinite"), dict):
+        return entry
+    restored = dict(entry)
+    for key, spelled in entry["nonfinite"].items():
+        try:
+            value = float(str(spelled))  # repr's spelling: "nan", "inf", "-inf"
+        except ValueError:
+            continue
+        if restored.get(key) is None and not math.isfinite(value):
+            restored[key] = value
+    return restored
 
 
 def load_run(run_dir: Path | str) -> RunRecord:

@@ -60,14 +60,23 @@ def band_from(ns: argparse.Namespace) -> Band:
                            detail=f"the pair {ns.calibration[0]} and {ns.calibration[1]}")
 
 
+def diverged(run: RunRecord) -> bool:
+    """A run that trained to its end but whose loss went non-finite (the trainer then marks it failed): its
+    records are whole, and where it blew up is the parity finding, not a failure to judge."""
+    return run.status == "failed" and str(run.error or "").startswith("TrainingDiverged") and bool(run.steps)
+
+
 def main(ns: argparse.Namespace) -> int:
     settings = analysis_settings(ns)
     side_a, side_b = runs_in(ns.dir_a), runs_in(ns.dir_b)
-    failed = [run for run in side_a + side_b if not run.ok]
+    failed = [run for run in side_a + side_b if not run.ok and not diverged(run)]
     for run in failed:
         print(f"run failed: {run.path} ({run.status}: {run.error or 'no error recorded'})", file=sys.stderr)
     if failed:
         return EXIT_RUN_FAILED
+    for run in side_a + side_b:
+        if diverged(run):
+            print(f"note: {run.path}: {run.error}; judged on its records")
     a, b = group_by_seed(side_a, str(ns.dir_a)), group_by_seed(side_b, str(ns.dir_b))
     if set(a) != set(b):
         raise RecordError(f"the seed sets differ: {ns.dir_a} has {sorted(a)}, {ns.dir_b} has {sorted(b)}")

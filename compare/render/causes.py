@@ -47,6 +47,10 @@ def _epoch_start(cause: dict) -> str:
 
 
 def _nonfinite(cause: dict) -> str:
+    if cause.get("both"):
+        return (f"the loss is NaN or infinite on both sides from step {cause['step']}: both runs blew up there, so "
+                "whatever they share (learning rate, data, reduced precision) is unstable; nothing after it can be "
+                "compared")
     return (f"the loss is NaN or infinite on one side from step {cause['step']}: training blew up there (learning "
             "rate too high for that side's effective batch, overflow in reduced precision, bad input data)")
 

@@ -53,18 +53,55 @@ def _ranges(spans: list) -> str:
     return ("steps " if len(spans) > 1 or spans[0][0] != spans[0][1] else "step ") + text
 
 
+def _spelled(value: str) -> str:
+    return {"nan": "NaN", "inf": "+inf", "-inf": "-inf"}.get(value, value)
+
+
+def nonfinite_text(losses: dict, a: str, b: str) -> str:
+    """Which side's loss went non-finite from which step: "both sides' loss is NaN from step 50: both diverged
+    there", or "the DDP side's loss is NaN from step 22 (the Horovod side's is finite there)"."""
+    found = {name: losses.get(key) for key, name in (("nonfinite_a", a), ("nonfinite_b", b))}
+    sides = {name: spot for name, spot in found.items() if spot}
+    if not sides:
+        return ""
+    (first_name, (first_step, first_value)), *rest = sorted(sides.items(), key=lambda item: item[1][0])
+    if rest and rest[0][1][0] == first_step:
+        other_value = rest[0][1][1]
+        values = _spelled(first_value) if first_value == other_value else \
+            f"{_spelled(found[a][1])} on the {display(a)} side and {_spelled(found[b][1])} on the {display(b)} side"
+        return f"both sides' loss is {values} from step {first_step}: both diverged there"
+    later = f"; the {display(rest[0][0])} side's from step {rest[0][1][0]}" if rest else \
+        f" (the {display(a if first_name == b else b)} side's stays finite)"
+    return f"the {display(first_name)} side's loss is {_spelled(first_value)} from step {first_step}{later}"
+
+
+def rounding_text(losses: dict, a: str, b: str) -> str:
+    """'the Horovod side's losses are printed in units of 0.001: half a unit of each side is allowed'."""
+    parts = [f"the {display(name)} side's losses are printed in units of {losses[key]:g}"
+             for key, name in (("rounding_a", a), ("rounding_b", b)) if losses.get(key)]
+    if not parts:
+        return ""
+    return "; ".join(parts) + ": half a unit in the last printed place of each side is allowed at every step"
+
+
 def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
     losses = seed["losses"]
     span = f"steps {losses['first_step']}-{losses['last_step']} ({losses['n_common']} common of {losses['n_a']} " \
            f"and {losses['n_b']}{missing_text(losses, a, b)})"
+    identical = losses.get("identical_through") is not None and losses["identical_through"] == losses["last_step"]
     power = ("" if losses["judged_until"] == losses["last_step"] else
+             "; bit-identical at every step" if identical else
              f"; the band passed {SATURATION:g} after step {losses['judged_until']}: later steps left to the "
              "end points")
+    printed = rounding_text(losses, a, b)
+    span += f"; {printed}" if printed else ""
     if losses["first_divergence_step"] is not None:
         gap = losses["first_divergence_gap"]
-        size = "a non-finite loss on one side" if gap is None or gap == float("inf") else \
+        at = losses["first_divergence_step"]
+        blown = losses.get("nonfinite_step") == at
+        size = nonfinite_text(losses, a, b) if blown else \
             f"relative difference {gap:.2e} > tolerance {num(losses['tolerance_at_divergence'], '.2e')}"
-        return f"seed {seed['seed']}: diverges at step {losses['first_divergence_step']} ({size}); {span}"
+        return f"seed {seed['seed']}: diverges at step {at} ({size}); {span}"
     bad = next((e for e in seed["evals"] if not e["passed"]), None)
     if bad is not None:
         return (f"seed {seed['seed']}: training losses agree over {span}, but the evaluation at step "
@@ -107,6 +144,9 @@ def comparison_summary(comparison: dict) -> str:
             if seed["losses"]["first_divergence_step"] is None:  # the training agrees; an evaluation does not
                 return (f"the training losses agree, the evaluation at step {first['step']} differs "
                         f"(seed {first['seed']})")
+            blown = nonfinite_text(seed["losses"], comparison["a"], comparison["b"])
+            if blown and seed["losses"].get("nonfinite_step") == first["step"]:
+                return f"diverges at step {first['step']} (seed {first['seed']}): {blown}"
             return f"diverges at step {first['step']} (seed {first['seed']})"
         bad = [name for name, r in comparison["end_points"].items() if r["outcome"] == "differs"]
         return f"end points differ: {', '.join(bad)}"
@@ -116,8 +156,17 @@ def comparison_summary(comparison: dict) -> str:
             if s["losses"].get("missing_a") or s["losses"].get("missing_b")]
     if gaps:
         text += " (" + "; ".join(gap.replace("; ", ": ", 1) for gap in gaps) + ")"
+    printed = {rounding_text(s["losses"], comparison["a"], comparison["b"]) for s in seeds} - {""}
+    if printed:
+        text += f" ({'; '.join(sorted(printed))})"
+    if only := comparison.get("evaluated_only"):
+        other = comparison["b"] if only == comparison["a"] else comparison["a"]
+        text += (f"; only the {display(only)} side evaluated: the {display(other)} side has no evaluations, so "
+                 "evaluations were not compared")
     if outcome == "undecided":
-        open_points = [name for name, r in comparison["end_points"].items() if r["outcome"] == "undecided"]
+        open_points = [name + (f" ({r['reason']})" if r.get("reason") and "samples cannot resolve" in r["reason"]
+                               else "")
+                       for name, r in comparison["end_points"].items() if r["outcome"] == "undecided"]
         gappy = [s["seed"] for s in seeds if s["losses"]["missing_fraction"] > GAPS_UNDECIDED]
         reason = (f"end points undecided: {', '.join(open_points)}" if open_points else
                   f"too many steps missing on one side (seed {', '.join(map(str, gappy))})" if gappy else
