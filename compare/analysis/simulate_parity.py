@@ -106,6 +106,14 @@ jump at step 1-2 and its calibration pair's behaviour there are not measured on 
 CHAOS_START = 1e-7  # a one-ulp pair's relative loss gap at its first steps (float32 resolution)
 START_SPREAD = 0.3  # decades (standard deviation) of a pair's starting amplitude
 ONSET_JITTER = 1.0  # steps (standard deviation): a pair's onsets around its seed's (Horovod's fusion timing)
+COMPARED_START = (1.0, 1.6)
+"""The compared pair's starting gap, as a multiple of a one-ulp pair's (log-uniform): two frameworks differ by a
+rounding in every step's reduction, the calibration pair once, so the compared pair is not drawn from the
+calibration's own law (the judge's noise model) but above it, as far as measured: Horovod vs DDP at np 4 stayed
+within 1.6x of the one-ulp pair (docs/parity.md). A decade above gives identical jobs "fails" 5.7% of the time
+with 3 seeds (start 1-10x, no lead), 3.1% at 1-3x with a 1-step lead."""
+COMPARED_LEAD = (0.0, 1.0)
+"""Steps (uniform) by which the compared pair enters each growth phase before its seed's calibration pair."""
 
 # A learning-rate change by a fraction f, from step t: the loss gap at t+1, t+2, ... is f times
 # 0.0058, 0.048, then up to 0.15 (measured: a 5% change of mlp under bf16, 2.9e-4 at step 41, 2.4e-3 at 42,
@@ -274,7 +282,10 @@ def draw_trial(profile: Profile, case: Case, n_seeds: int, rng: np.random.Genera
     calibration: list[RunRecord] = []
     for n in range(n_seeds):
         seed = _Seed.draw(profile, all_steps, eval_steps, rng)
-        gap = seed.chaos.envelope(all_steps, rng, sat)  # the compared pair's float chaos
+        # the compared pair's float chaos: a larger start and earlier onsets than the calibration's own law
+        lead = rng.uniform(*COMPARED_LEAD)
+        gap = seed.chaos.envelope(np.maximum(all_steps + lead, 1), rng, sat,
+                                  start=CHAOS_START * _log_uniform(rng, COMPARED_START))
         if profile.precision:  # the two sides' reduction orders differ: reduced precision parts them at once
             jump = _log_uniform(rng, profile.precision_jump) * 10 ** ((all_steps - 2) / max(seed.chaos.decades))
             gap = np.maximum(gap, np.where(all_steps >= rng.integers(1, 3), jump, 0.0).clip(max=sat))
@@ -293,7 +304,7 @@ def draw_trial(profile: Profile, case: Case, n_seeds: int, rng: np.random.Genera
             # The end points apart by exactly the default margin of their mean over both sides: the last
             # FINAL_LOSS_STEPS steps and the last evaluation, where the step-wise band has the least power.
             shift = MARGIN / (1 - MARGIN / 2)
-            hvd_losses[-FINAL_LOSS_STEPS:] *= 1 + shift
+            hvd_losses[steps[-FINAL_LOSS_STEPS:] - 1] *= 1 + shift  # the last *recorded* steps
             hvd_evals[-1]["eval_loss"] = float(np.float32(hvd_evals[-1]["eval_loss"] * (1 + shift)))
         a[n] = _record("horovod", n, steps, hvd_losses[steps - 1], hvd_evals, profile)
         b[n] = _record("ddp", n, steps, seed.losses[steps - 1], _evals(profile, eval_steps, seed.eval_loss,
@@ -390,9 +401,9 @@ class Claim:
 
 CLAIMS: tuple[Claim, ...] = (
     # compare run: every seed calibrated. The headline rows are checked by the default test suite.
-    Claim("identical jobs", "run", 2, "at most", 0.03),
-    Claim("identical jobs", "run", 3, "at most", 0.015, headline=True),
-    Claim("identical jobs", "run", 5, "at most", 0.01),
+    Claim("identical jobs", "run", 2, "at most", 0.05),
+    Claim("identical jobs", "run", 3, "at most", 0.03, headline=True),
+    Claim("identical jobs", "run", 5, "at most", 0.03),
     Claim("end points differ by the margin", "run", 2, "at most", 0.005),
     Claim("end points differ by the margin", "run", 3, "at most", 0.005, headline=True),
     Claim("end points differ by the margin", "run", 5, "at most", 0.005),
