@@ -39,6 +39,7 @@ class Series:
     # the last value is kept
     repeated: list[tuple[str, float, float]] = field(default_factory=list)
     fields: dict[str, str] = field(default_factory=dict)  # which column / tag / key became which value
+    notes: list[str] = field(default_factory=list)  # what the reader read differently or left out, for the screen
 
     def add_step(self, step: int, values: dict) -> None:
         if step in self.steps and self.steps[step].get("loss") != values.get("loss"):
@@ -62,6 +63,7 @@ class Fields:
     eval_regex: str | None = None  # text logs: named groups eval_loss, eval_accuracy(_percent)
     rank: int = 0  # text logs: whose lines count
     step_from: str = "log"  # text logs: "log" (the step and epoch groups) or "order"
+    batch: int | None = None  # text logs: one rank's batch (--global-batch / --world-size), for sample counters
 
 
 def _number(text: object, where: str, what: str) -> float:
@@ -183,11 +185,11 @@ def read_text(text: str, path: Path, fields: Fields) -> Series:
     """One rank's loss lines (compare/loss_lines.py: launcher prefixes, glued lines, epoch counters)."""
     try:
         log = read_loss_log(text, train=fields.regex, evaluation=fields.eval_regex, rank=fields.rank,
-                            step_from=fields.step_from, where=str(path))
+                            step_from=fields.step_from, where=str(path), batch=fields.batch)
     except LossLogError as exc:
         raise LogFormatError(str(exc)) from None
-    series = Series(fields={"regex": log.pattern, "steps": log.step_rule, "rank": str(fields.rank)},
-                    repeated=log.repeated)
+    series = Series(fields={"format": log.format, "regex": log.pattern, "steps": log.step_rule,
+                            "rank": str(fields.rank)}, repeated=log.repeated, notes=log.notes)
     series.steps, series.evals = log.steps, log.evals
     return series
 
@@ -235,7 +237,8 @@ def read_series(kind: str, path: Path, fields: Fields) -> Series:
         if not path.is_file():
             raise LogFormatError(f"{path}: not a file")
         try:
-            text = path.read_text(encoding="utf-8")
+            with path.open(encoding="utf-8", newline="") as file:  # keep "\r": a progress bar's repaints
+                text = file.read()
         except (OSError, UnicodeDecodeError) as exc:
             raise LogFormatError(f"{path}: cannot read ({exc})") from None
         series = {"csv": read_csv, "jsonl": read_jsonl, "text": read_text}[kind](text, path, fields)

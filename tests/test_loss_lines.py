@@ -4,7 +4,10 @@ script is launched. Through the real launchers: tests/test_horovod_styles.py."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from helpers import read_steps
 
 from compare.__main__ import main as compare_main
 from compare.loss_lines import LossLogError, read_loss_log, split_pieces
@@ -156,3 +159,137 @@ def test_a_condition_that_names_no_argument_asks_for_launch_mode():
         decide(source, [])
     forced = decide(DUAL.format(body="if args.num_proc:\n        horovod.run(main, np=2)"), [], "api")
     assert forced.mode == "api" and forced.option == "--num-proc"
+
+
+# ---- the misreads of issue 35: each with the reader's rule, through read_loss_log and `compare import text` ----
+
+def losses(text: str, **kwargs) -> dict[int, float]:
+    return {step: values["loss"] for step, values in read_loss_log(text, **kwargs).steps.items()}
+
+
+@pytest.mark.parametrize("line", ["step 10 val_loss 0.9 loss 0.52", "step 10 eval_loss 0.9 loss 0.52",
+                                  "step 10 avg_loss 0.9 loss 0.52", "step 10: val loss 0.9, loss 0.52",
+                                  "step 10 best loss 0.9 train_loss 0.52", "step 10 mean loss=0.9 train/loss=0.52",
+                                  "[step=10] running loss 0.9 Loss: 0.52"])
+def test_the_training_loss_is_a_loss_token_never_an_evaluation_or_an_average(line):
+    assert losses(line) == {10: 0.52}
+
+
+def test_evaluation_tokens_are_evaluations_at_their_step():
+    log = read_loss_log("step 10 loss 0.52\nstep 10 val_loss 0.9 val_acc 81.5%\nstep 20 loss 0.4 eval_accuracy 0.8")
+    assert log.evals == {10: {"eval_loss": 0.9, "eval_accuracy": pytest.approx(0.815)}, 20: {"eval_accuracy": 0.8}}
+
+
+def test_an_evaluation_no_pattern_reads_is_named_in_a_note(tmp_path, capsys):
+    log = read_loss_log("step 1 loss 0.5\nValidation: acc(top1)=0.7\nstep 2 loss 0.4\n")
+    assert log.evals == {} and "look like evaluations but match no evaluation pattern" in log.notes[0]
+    source = tmp_path / "train.log"
+    source.write_text("step 1 loss 0.5\nValidation: acc(top1)=0.7\nstep 2 loss 0.4\n")
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "out")]) == 0
+    assert "give --eval-regex to read them" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "steps"), [
+    ("step 999 loss 0.6\nstep 1,000 loss 0.5\nstep 1,001 loss 0.4", [999, 1000, 1001]),
+    ("Step: 1,000, Loss: 0.5", [1000]),
+    ("Step: 1, Loss: 0.5\nStep: 2, Loss: 0.4", [1, 2]),  # a comma after the step is no separator
+])
+def test_thousands_separators_in_the_step(text, steps):
+    assert sorted(losses(text)) == steps
+
+
+@pytest.mark.parametrize(("token", "value"), [("NaN", math.nan), ("nan", math.nan), ("Infinity", math.inf),
+                                              ("-inf", -math.inf), ("inf", math.inf), ("-Infinity", -math.inf)])
+def test_any_case_of_nan_and_inf_is_read_as_non_finite_not_dropped(token, value, tmp_path):
+    lines = [f"Train Epoch: 1 [{i * 64}/640 ({i * 10}%)]\tLoss: {token if i == 3 else 2.0 - i / 10}"
+             for i in range(6)]
+    got = losses("\n".join(lines))
+    assert sorted(got) == [1, 2, 3, 4, 5, 6]
+    assert (math.isnan(got[4]) if math.isnan(value) else got[4] == value) and got[5] == 1.6
+    source = tmp_path / "train.log"
+    source.write_text("\n".join(f"step {s} loss {token if s == 3 else 1.0}" for s in range(1, 6)))
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "out")]) == 0
+    steps = read_steps(tmp_path / "out")
+    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5] and steps[2]["loss"] is None  # strict JSON: null
+
+
+@pytest.mark.parametrize("regex", [r"(?P<step>\d+) loss=(?P<loss>\S+)", r"it\s*(?P<step>\d+).*?loss=(?P<loss>\S+)",
+                                   r"(?P<step>\d+)\D+(?P<loss>[\d.]+)$"])
+def test_a_regex_not_anchored_on_the_left_keeps_the_whole_step(regex, tmp_path):
+    text = "\n".join(f"it {s} loss={1 / s:.4f}" for s in (123, 124, 125))
+    assert sorted(losses(text, train=regex)) == [123, 124, 125]
+    source = tmp_path / "train.log"
+    source.write_text(text)
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "out"), "--regex", regex]) == 0
+    assert [s["step"] for s in read_steps(tmp_path / "out")] == [123, 124, 125]
+
+
+def test_step_from_order_needs_no_integer_step_and_a_bad_step_is_one_line(tmp_path, capsys):
+    keras = "\n".join(f"Epoch {e}/3\n20/20 - 0s - loss: {1 / e:.4f}" for e in (1, 2, 3))
+    assert losses(keras, train=r"loss: (?P<loss>\S+)", step_from="order") == {1: 1.0, 2: 0.5, 3: 0.3333}
+    hf = "{'loss': 0.52, 'epoch': 0.1}\n{'loss': 0.41, 'epoch': 0.2}"
+    assert losses(hf, train=r"'loss': (?P<loss>[\d.]+), 'epoch': (?P<step>[\d.]+)", step_from="order") == {
+        1: 0.52, 2: 0.41}
+    source = tmp_path / "hf.log"
+    source.write_text(hf)
+    regex = ["--regex", r"'loss': (?P<loss>[\d.]+), 'epoch': (?P<step>[\d.]+)"]
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "a"), *regex]) == 2
+    err = capsys.readouterr().err
+    assert "the step '0.1' is not a whole number" in err and "give --step-from order" in err and err.count("\n") == 1
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "b"), *regex,
+                         "--step-from", "order"]) == 0
+
+
+@pytest.mark.parametrize("other", ["(best step 5 loss 0.4)", "val step 5 loss 0.4", "Best: step 5, loss 0.4"])
+def test_a_step_printed_again_by_another_kind_of_line_never_overwrites_training(other):
+    lines = [f"[1,0]<stdout>:epoch 1 step {s} loss {1 / s:.4f}" for s in range(1, 11)]
+    lines.insert(7, f"[1,0]<stdout>:{other}")
+    log = read_loss_log("\n".join([*lines, f"[1,0]<stdout>:done {other}"]))
+    assert log.steps[5] == {"loss": 0.2} and sorted(log.steps) == list(range(1, 11)) and not log.repeated
+    unprefixed = read_loss_log("\n".join(line.removeprefix("[1,0]<stdout>:") for line in lines))
+    assert unprefixed.steps[5] == {"loss": 0.2}  # not "printed twice": another kind of line
+
+
+def test_epoch_and_step_of_n_keeps_every_epoch():
+    text = "\n".join(f"Epoch [{e}/3], Step [{i}/50], Loss: {e + i / 100:.4f}" for e in (1, 2, 3) for i in (25, 50))
+    assert losses(text) == {25: 1.25, 50: 1.5, 75: 2.25, 100: 2.5, 125: 3.25, 150: 3.5}
+
+
+def test_epoch_relative_counters_at_different_intervals_share_one_grid():
+    """The same run logged every 4 and every 6 batches: a step is the same batch in both."""
+    run = {(e, i): round(3 - e - i / 100, 4) for e in (1, 2) for i in range(1, 25)}
+    every = [{(e, i): v for (e, i), v in run.items() if i % n == 0} for n in (4, 6)]
+    a, b = (losses("\n".join(f"Epoch [{e}/2], Step [{i}/24], Loss: {v}" for (e, i), v in log.items()))
+            for log in every)
+    assert set(a) & set(b) == {12, 24, 36, 48} and all(a[s] == b[s] for s in set(a) & set(b))
+    # a sample counter: with the batch (from --global-batch / --world-size) on the optimizer steps
+    a, b = (losses("\n".join(f"Train Epoch: {e} [{(i - 1) * 8}/192 ({100 * (i - 1) / 24:.0f}%)]\tLoss: {v}"
+                             for (e, i), v in run.items() if (i - 1) % n == 0), batch=8) for n in (4, 6))
+    assert set(a) & set(b) == {1, 13, 25, 37} and all(a[s] == b[s] for s in set(a) & set(b))
+    with pytest.raises(LossLogError, match="not a multiple of the per-rank batch 5"):
+        read_loss_log("Train Epoch: 1 [8/192 (4%)]\tLoss: 1.0", batch=5)
+
+
+def test_tqdm_repaints_keep_the_last_repaint_of_each_counter():
+    bar = "".join(f"\repoch 1: {i * 10}%|##| {i}/10 [00:01<00:02, loss={v}]" for i in range(1, 4)
+                  for v in (f"{9 - i}.0", f"{i}.5"))  # each counter repainted: the stale postfix, then its own
+    assert losses(bar + "\n") == {1: 1.5, 2: 2.5, 3: 3.5}
+
+
+def test_a_qualified_step_is_no_training_line_even_at_a_new_step():
+    text = "step 10 loss 0.5\nval step 15 loss 0.9\n(best step 5 loss 0.1)\nstep 20 loss 0.4"
+    assert losses(text) == {10: 0.5, 20: 0.4}
+
+
+def test_a_runs_closing_summary_is_not_a_step():
+    """Hugging Face's and a JSON logger's last line: the mean training loss of the run, with its runtime."""
+    hf = "{'loss': 0.52, 'epoch': 0.5}\n{'loss': 0.41, 'epoch': 1.0}\n{'train_runtime': 1.9, 'train_loss': 0.46}"
+    assert losses(hf) == {1: 0.52, 2: 0.41}
+    jsonl = ('{"step": 1, "loss": 0.52}\n{"step": 2, "loss": 0.41}\n'
+             '{"step": 3, "train_runtime": 1.9, "train_loss": 0.46}')
+    assert losses(jsonl) == {1: 0.52, 2: 0.41}
+
+
+def test_a_nan_printed_again_is_the_same_value_not_two_writers():
+    got = losses("step 1 loss 0.5\nstep 2 loss nan\nstep 2 loss nan\nTrain done: step 2 loss nan")
+    assert sorted(got) == [1, 2] and math.isnan(got[2])

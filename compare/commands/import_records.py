@@ -64,7 +64,8 @@ def main(ns: argparse.Namespace) -> int:
         raise UsageError("--regex, --eval-regex, --rank and --step-from are for text logs")
     fields = Fields(step=ns.step_field, loss=ns.loss_field, lr=ns.lr_field, eval_loss=ns.eval_loss_field,
                     eval_accuracy=ns.eval_accuracy_field, regex=ns.regex, eval_regex=ns.eval_regex, rank=ns.rank,
-                    step_from=ns.step_from)
+                    step_from=ns.step_from,
+                    batch=ns.global_batch // (ns.world_size or 1) if ns.global_batch else None)
     try:
         options = dict(parse_option(text) for text in ns.option)
         series = read_series(ns.format, ns.source, fields)
@@ -85,6 +86,8 @@ def main(ns: argparse.Namespace) -> int:
         print(f"python -m compare: note: step {step} was logged again with another loss ({first:.6g}, then "
               f"{kept:.6g}; the last is kept): a restarted run, or a counter that restarts (give the regex an "
               "epoch group, or --step-from order)", file=sys.stderr)
+    for note in series.notes:
+        print(f"python -m compare: note: {note}", file=sys.stderr)
     if len(series.repeated) > 3:
         print(f"python -m compare: note: {len(series.repeated) - 3} more steps were logged again", file=sys.stderr)
     if every != 1:
