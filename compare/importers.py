@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from compare.analysis.rounding import coarsest, printed_units
 from compare.loss_lines import LossLogError, read_loss_log
 from workload.record_format import SCHEMA_VERSION
 
@@ -299,9 +300,22 @@ def build_record(series: Series, *, kind: str, source: Path, digest: str, framew
             "imported_at": imported_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "step_offset": offset, "steps_logged_every": gaps[0] if len(gaps) == 1 else None if gaps else 1,
             "steps_logged_twice": len(series.repeated), "unknown": unknown,
+            # the coarsest unit in the last printed place of each value, as the log printed it (None:
+            # unrounded); the parity judge allows half of it (docs/parity.md, "Printed rounding")
+            "printed_resolution": printed_resolution(series),
         },
     }
     return meta, lines
+
+
+def printed_resolution(series: Series) -> dict[str, float | None]:
+    found = {"loss": coarsest(printed_units({step: v["loss"] for step, v in series.steps.items()
+                                             if v.get("loss") is not None}))}
+    for metric in ("eval_loss", "eval_accuracy"):
+        values = {step: v[metric] for step, v in series.evals.items() if v.get(metric) is not None}
+        if values:
+            found[metric] = coarsest(printed_units(values))
+    return found
 
 
 def _iso(wall_time: float) -> str:

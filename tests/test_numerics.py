@@ -139,6 +139,8 @@ def test_the_same_runs_printed_at_6_and_3_decimals_hold(tmp_path, capsys):
     code, out = check(capsys, a, b)
     assert code == 0, out
     assert f"the {b} side's losses are printed in units of 0.001" in out
+    recorded = json.loads((b / "seed-0" / "run.json").read_text())["imported"]["printed_resolution"]
+    assert recorded["loss"] == 0.001
 
 
 @pytest.mark.parametrize("decimals", [3, 4])
