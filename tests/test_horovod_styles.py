@@ -33,7 +33,7 @@ def verify(script: Path, out: Path, *args: str, script_args: tuple[str, ...] = (
 
 def holds(result) -> float:
     """The max relative difference of a 'parity holds' verdict (the run must have exited 0)."""
-    verdict = re.search(r"^parity holds: .*max relative difference (\S+)\)$", ok(result).stdout, re.MULTILINE)
+    verdict = re.search(r"^parity holds: .*?max relative difference ([^\s)]+)\)", ok(result).stdout, re.MULTILINE)
     assert verdict, result.stdout
     return float(verdict.group(1))
 

@@ -280,3 +280,19 @@ def test_a_long_identical_record_pair_holds(tmp_path, capsys):
     b = write_run(tmp_path / "ddp", framework="ddp", world_size=2, seed=0, losses=losses)
     code, out = check(capsys, a, b)
     assert code == 0 and "bit-identical at every step" in out, out
+
+
+# ---- imported logs on different step grids ------------------------------------------------------------
+
+def test_two_logs_printed_at_different_intervals_are_not_paired_blindly(tmp_path, capsys):
+    """MNIST-style `[samples/total]` counters, logged every 2 and every 3 batches, without --global-batch:
+    each log's grid is its own logging interval, so step 3 is batch 6 on one side and batch 9 on the other."""
+    losses = [2.3 - 0.01 * i for i in range(1, 61)]
+    for name, every in (("a", 2), ("b", 3)):
+        log = tmp_path / f"{name}.log"
+        log.write_text("".join(f"Train Epoch: 1 [{i * 32}/1920 ({100 * i // 60}%)]\tLoss: {losses[i - 1]:.6f}\n"
+                               for i in range(every, 61, every)))
+        assert compare_main(["import", "text", str(log), "--out", str(tmp_path / name), "--world-size", "1"]) == 0
+    capsys.readouterr()
+    code, out = check(capsys, tmp_path / "a", tmp_path / "b")
+    assert code == 5 and "step grid" in out and "--global-batch" in out, out

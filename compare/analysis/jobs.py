@@ -13,6 +13,7 @@ Pure: run.json contents in, a JobCheck out.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 
 from compare.analysis.records import RunRecord, jsonable
@@ -132,4 +133,19 @@ def check_sides(a: list[RunRecord], b: list[RunRecord], allow: frozenset[str] = 
     names = {d.name for d in check.differences}
     if "steps" in names:  # the options already say so
         extra = []
-    return JobCheck(check.differences + extra)
+    return JobCheck(check.differences + extra + _grid_differences(a[0], b[0]))
+
+
+STRIDE = re.compile(r"counter / (\d+) \(its stride\)")
+
+
+def _grid_differences(a: RunRecord, b: RunRecord) -> list[Difference]:
+    """Two imported logs whose epoch-relative counters were put on a grid by each log's own logging interval:
+    where the intervals differ, the same step number names different batches, and nothing can be paired."""
+    rules = [((run.imported or {}).get("fields") or {}).get("steps") or "" for run in (a, b)]
+    strides = [STRIDE.search(rule) for rule in rules]
+    if not all(strides) or strides[0][1] == strides[1][1]:
+        return []
+    return [Difference("step grid (the logs print at different intervals, so one step number names other "
+                       "batches on each side: import both with --global-batch and --world-size)",
+                       f"counter / {strides[0][1]}", f"counter / {strides[1][1]}", "job")]
