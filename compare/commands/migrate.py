@@ -3,11 +3,14 @@ flag what has no equivalent, and (--verify) prove the result trains the same.
 
     python -m compare migrate train.py                   # writes train_ddp.py and train_ddp.migration.md
     python -m compare migrate train.py --verify -- --epochs 2
+    python -m compare migrate train.py --verify --speed-rounds 3 -- --epochs 2   # and a speed verdict
     python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"
 
-Exit status: 0 migrated (and, with --verify, parity holds); 2 bad input; 6 written, but some Horovod uses
-need a person (see the report; --allow-partial exits 0); with --verify, `compare check`'s status
-(1 parity fails, 3 a run failed, 4 undecided, 5 not the same job).
+Exit status: 0 migrated (and, with --verify, parity holds; or the script prints no loss, so parity is not
+checked, and both sides were timed); 2 bad input; 6 written, but some Horovod uses need a person (see the
+report; --allow-partial exits 0); with --verify, `compare check`'s status (1 parity fails, 3 a run failed,
+4 undecided, 5 not the same job), 3 also when a --speed-rounds launch failed, and 4 when the script prints
+no loss and cannot be timed either. The speed verdict never changes the status.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from compare.analysis.speed import MIN_ROUNDS
 from compare.commands.arguments import add_loss_line_arguments
 from compare.loss_lines import LossLogError, compile_patterns
 from compare.migrate.launch_mode import MODES, LaunchMode, Undecided, decide
 from compare.migrate.migration import Migration
+from compare.migrate.step_times import ThroughputRegexError, compile_throughput
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
 from workload.errors import UsageError
 from workload.files import write_atomic
@@ -55,6 +60,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                              "(horovod.run, torch.multiprocessing.spawn); auto: decided from the script and its "
                              "arguments (a horovod.run under `if args.num_proc:` is api only with --num-proc)")
     add_loss_line_arguments(verify, "--loss-regex")
+    verify.add_argument("--speed-rounds", type=int, default=0, metavar="N",
+                        help="launch each side N more times, interleaved with the order alternating, for a speed "
+                             f"verdict over rounds as compare run reaches it (it needs {MIN_ROUNDS} rounds, the "
+                             "verify launches being the first)")
+    verify.add_argument("--warmup", type=int, default=5, help="optimizer steps of each launch left out of its "
+                                                              "timing (as compare run's --warmup)")
+    verify.add_argument("--throughput-regex", default=None,
+                        help="for a script whose optimizer bypasses torch's step hooks: a regular expression "
+                             "with a named group throughput (a rate, higher is faster), searched in rank 0's lines "
+                             "(default: 'X img/sec', 'X samples/s', 'X it/s')")
     parser.set_defaults(func=main, script_args=[])
     parser.epilog += ("\n\nAfter --: arguments for both runs of --verify ({run_dir} is replaced by each side's run "
                       "directory).")
@@ -91,6 +106,14 @@ def _check_options(ns: argparse.Namespace) -> None:
                          "--verify)")
     if ns.np <= 0 or ns.timeout <= 0:
         raise UsageError("--np and --timeout must be positive")
+    if ns.speed_rounds < 0 or ns.warmup < 0:
+        raise UsageError("--speed-rounds and --warmup must be >= 0")
+    if (ns.speed_rounds or ns.throughput_regex) and not ns.verify:
+        raise UsageError("--speed-rounds and --throughput-regex go with --verify")
+    try:
+        compile_throughput(ns.throughput_regex)
+    except ThroughputRegexError as exc:
+        raise UsageError(str(exc)) from None
     try:
         compile_patterns(ns.loss_regex, ns.eval_regex)
     except LossLogError as exc:
@@ -143,7 +166,8 @@ def _verify(ns: argparse.Namespace, migration: Migration, out: Path, mode: Launc
     verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
     return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np, mode=mode,
                   controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
-                  eval_regex=ns.eval_regex, step_from=ns.step_from)
+                  eval_regex=ns.eval_regex, step_from=ns.step_from, speed_rounds=ns.speed_rounds,
+                  warmup=ns.warmup, throughput_regex=ns.throughput_regex)
 
 
 def main(ns: argparse.Namespace) -> int:

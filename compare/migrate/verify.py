@@ -7,6 +7,12 @@ so rank 0's lines are known in every launch, and so is the world size each side 
 be the one asked for. Each side writes a run record into a directory of its own: the script's recorder
 reads it from RUN_DIR (or `{run_dir}` in the script arguments); a script without the recorder is judged on
 rank 0's printed loss lines (compare/loss_lines.py), turned into a run record here.
+
+Every launch is also timed (compare/migrate/step_times.py: the optimizer's step hooks, else printed
+throughput), and the speed of the two sides is compared (compare/migrate/verify_speed.py); with
+--speed-rounds N each side is launched N more times, interleaved, for a verdict over rounds. A script that
+prints no loss at all (Horovod's synthetic benchmark) is not judged for parity, and says so in one line:
+its speed is the whole verdict.
 """
 
 from __future__ import annotations
@@ -17,30 +23,55 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from compare.importers import Series, build_record, source_digest
 from compare.launch.lines import Launch, horovodrun, launch_env, torchrun
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import run_launch
-from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, read_loss_log
+from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, compile_patterns, read_loss_log, split_pieces
 from compare.migrate.launch_mode import LaunchMode
-from compare.names import EXIT_RUN_FAILED
-from workload.record_format import LAUNCH_LOG, METRICS, METRICS_PART, RUN_JSON, write_metrics, write_run_json
+from compare.migrate.step_times import (
+    DEFINITION,
+    STEP_TIMES_DIR,
+    STEP_TIMES_SOURCE,
+    THROUGHPUT,
+    StepTimes,
+    Throughput,
+    clear_step_times,
+    read_step_times,
+    read_throughput,
+)
+from compare.migrate.verify_speed import Launched, Timing, side_line, speed_report
+from compare.names import EXIT_OK, EXIT_RUN_FAILED, EXIT_UNDECIDED
+from workload.record_format import (
+    LAUNCH_LOG,
+    METRICS,
+    METRICS_PART,
+    RUN_JSON,
+    SCHEMA_VERSION,
+    loads,
+    write_metrics,
+    write_run_json,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RANK_TAG = Path(__file__).resolve().parent / "rank_tag"
 TAG = re.compile(VERIFY_TAG)
 
 
-def _rank_tag_finished() -> str:
+def rank_tag_module():
+    """The rank tag, loaded under its own name: it installs nothing here."""
     spec = importlib.util.spec_from_file_location("rank_tag", RANK_TAG / "sitecustomize.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # under its own name: it installs nothing here
-    return module.FINISHED
+    spec.loader.exec_module(module)
+    return module
 
 
-FINISHED = re.compile(VERIFY_TAG + re.escape(_rank_tag_finished()))
+_TAG_MODULE = rank_tag_module()
+FINISHED = re.compile(VERIFY_TAG + re.escape(_TAG_MODULE.FINISHED))
+STEP_TIMES_VARIABLE = _TAG_MODULE.STEP_TIMES_VARIABLE
 
 
 def every_rank_finished(output: str) -> bool:
@@ -59,23 +90,28 @@ def launch_commands(original: Path, migrated: Path, script_args: list[str], *, n
     return {"horovod": horovodrun(np, controller, [sys.executable, *horovod]), "ddp": torchrun(np, ddp)}
 
 
-def run_side(name: str, command: list[str], run_dir: Path, timeout: float, script_dir: Path) -> tuple[int, str]:
+def run_side(name: str, command: list[str], run_dir: Path, timeout: float, script_dir: Path, *, np: int = 0,
+             label: str | None = None) -> tuple[int, str]:
     """Run one launch with RUN_DIR set and the rank tag loaded, supervised as every launch is (its whole tree
-    stopped on a timeout); its output goes to run_dir/launch.log. Returns (exit status, output): 0 for every
-    launch that counts as ok, which includes one that failed only in a worker's interpreter teardown
-    (docs/fault-tolerance.md, "Gloo's abort at exit")."""
+    stopped on a timeout); its output goes to run_dir/launch.log, each worker's step times to
+    run_dir/step-times/. Returns (exit status, output): 0 for every launch that counts as ok, which includes
+    one that failed only in a worker's interpreter teardown (docs/fault-tolerance.md, "Gloo's abort at
+    exit"). `np`: the ranks it starts, for the contention record's oversubscription test."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    clear_step_times(run_dir / STEP_TIMES_DIR)
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
     # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
     python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
                                                 os.environ.get("PYTHONPATH")]))
-    env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path}
+    env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path,
+           STEP_TIMES_VARIABLE: str(run_dir / STEP_TIMES_DIR)}
     # A script writes no run record: its ranks' own word that they finished (the rank tag's last line) stands in.
-    launch = Launch(name, 0, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
+    launch = Launch(name, np, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
     outcome = run_launch(launch, timeout)
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
     output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
-    print(f"  {name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})", flush=True)
+    print(f"  {label or name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})",
+          flush=True)
     if outcome.teardown_abort:
         print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
     return (0 if outcome.ok else code), output
@@ -116,9 +152,129 @@ def _world_size_problem(name: str, world: int | None, np: int, mode: LaunchMode)
     return f"verify: the {name} side ran at world size {world}, not {np}: nothing compared{hint}"
 
 
+def prints_a_loss(output: str, loss_regex: str | None, eval_regex: str | None) -> bool:
+    """Whether any line of the launch matches a training-loss pattern (the default ones, or --loss-regex)."""
+    trains, _ = compile_patterns(loss_regex, eval_regex)
+    return any(regex.search(piece.text) for piece in split_pieces(output) for regex in trains)
+
+
+def tagged_world_size(output: str) -> int | None:
+    sizes = {int(match["size"]) for match in TAG.finditer(output)}
+    return max(sizes) if sizes else None
+
+
+def timing_of(run_dir: Path, output: str, throughput_regex: re.Pattern) -> Timing:
+    batch = None
+    try:
+        meta = loads((run_dir / RUN_JSON).read_text())
+        batch = meta.get("samples_per_step") if isinstance(meta, dict) else None
+    except (OSError, ValueError):
+        pass
+    return Timing(read_step_times(run_dir / STEP_TIMES_DIR), read_throughput(output, throughput_regex),
+                  int(batch) if batch else None)
+
+
+def timing_fields(timing: Timing) -> dict:
+    """What run.json says about the launch's speed (docs/migration.md, "Speed")."""
+    fields: dict = {}
+    times: StepTimes | None = timing.step_times
+    if times is not None:
+        fields["step_times"] = {"source": STEP_TIMES_SOURCE, "definition": DEFINITION, "ranks": times.ranks,
+                                "optimizer_steps": times.steps, "uneven": times.uneven, "seconds": times.seconds}
+    printed: Throughput | None = timing.throughput
+    if printed is not None:
+        fields["throughput"] = {"source": "rank 0's printed lines", "unit": printed.unit, "values": printed.values}
+    return fields
+
+
+def add_timing(run_dir: Path, timing: Timing) -> None:
+    """The launch's step times (and printed throughput) into its run record's run.json."""
+    fields = timing_fields(timing)
+    path = run_dir / RUN_JSON
+    if not fields or not path.exists():
+        return
+    meta = loads(path.read_text())
+    if isinstance(meta, dict):
+        write_run_json(run_dir, {**meta, **fields})
+
+
+def timing_record(run_dir: Path, timing: Timing, *, framework: str, world_size: int | None) -> None:
+    """The run record of a script that prints no loss: its step times, each step's loss null."""
+    seconds = timing.step_times.seconds if timing.step_times else []
+    lines = [{"kind": "step", "step": i + 2, "loss": None, "step_time_s": t} for i, t in enumerate(seconds)]
+    meta = {"schema_version": SCHEMA_VERSION, "status": "ok", "error": None, "framework": framework,
+            "launcher": None, "backend": None, "world_size": world_size or 1, "data_world_size": world_size or 1,
+            "seed": 0, "options": {}, "effective_lr": None, "versions": {}, "host": None, "hosts": [], "env": {},
+            "start_time": None, "end_time": None, "duration_s": None, "steps": len(seconds) + 1 if seconds else 0,
+            "samples_per_step": None, "parity": "not checked (the script prints no loss)",
+            "recorded_by": {"tool": "compare migrate --verify", "from": "the optimizer's step hooks"},
+            **timing_fields(timing)}
+    write_metrics(run_dir, lines)
+    write_run_json(run_dir, meta)
+
+
+@dataclass
+class Side:
+    """One side's verify launch, as far as it was read."""
+
+    timing: Timing
+    world: int | None = None
+    no_loss: bool = False
+    problem: str | None = None  # why its output cannot be read (printed only if the other side prints a loss)
+
+
+def read_side(name: str, output: str, run_dir: Path, original: Path, *, loss_regex: str | None,
+              eval_regex: str | None, step_from: str, throughput_regex: re.Pattern, warmup: int) -> Side:
+    timing = timing_of(run_dir, output, throughput_regex)
+    print(side_line(name, timing, warmup), flush=True)
+    record = run_dir / RUN_JSON
+    if record.exists():
+        add_timing(run_dir, timing)
+        return Side(timing, json.loads(record.read_text()).get("world_size"))
+    if loss_regex is None and not prints_a_loss(output, None, eval_regex):
+        timing_record(run_dir, timing, framework=name, world_size=tagged_world_size(output))
+        return Side(timing, tagged_world_size(output), no_loss=True,
+                    problem=f"verify: the {name} run wrote no run record and prints no training loss")
+    try:
+        log = record_from_output(output, run_dir, framework=name, train=loss_regex, evaluation=eval_regex,
+                                 step_from=step_from)
+    except LossLogError as exc:
+        hint = (" (the script imports recorder: does it take its directory from RUN_DIR?)"
+                if "import recorder" in original.read_text(errors="replace") else "")
+        return Side(timing, problem=f"verify: the {name} run wrote no run record{hint}, and its output cannot be "
+                                    f"read: {exc}")
+    add_timing(run_dir, timing)
+    print(f"  {name}: {len(log.steps)} steps and {len(log.evals)} evaluations read from rank 0's lines "
+          f"(steps {log.step_rule})", flush=True)
+    for step, first, kept in log.repeated[:3]:
+        print(f"  {name}: step {step} was printed again with another loss ({first:.6g}, then {kept:.6g}; "
+              "the last is kept)", flush=True)
+    return Side(timing, log.world_size)
+
+
+def speed_launches(commands: dict[str, list[str]], out: Path, rounds: int, *, np: int, timeout: float,
+                   script_dir: Path, throughput_regex: re.Pattern) -> tuple[list[Launched], int]:
+    """Rounds 2 .. rounds + 1: each side launched once a round, the order alternating (round 1, the verify
+    launches, ran Horovod first). Returns the launches and the exit status of the first that failed (0)."""
+    found: list[Launched] = []
+    for number in range(2, rounds + 2):
+        order = ["ddp", "horovod"] if number % 2 == 0 else ["horovod", "ddp"]
+        for name in order:
+            run_dir = out / "speed" / f"round-{number}" / name
+            code, output = run_side(name, commands[name], run_dir, timeout, script_dir, np=np,
+                                    label=f"round {number}, {name}")
+            if code != 0:
+                tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
+                print(f"verify: round {number}'s {name} launch failed (exit {code}):\n{tail}", file=sys.stderr)
+                return found, EXIT_RUN_FAILED
+            found.append(Launched(number, name, run_dir, timing_of(run_dir, output, throughput_regex)))
+    return found, 0
+
+
 def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, mode: LaunchMode,
            controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
-           step_from: str = "log") -> int:
+           step_from: str = "log", speed_rounds: int = 0, warmup: int = 5,
+           throughput_regex: str | None = None) -> int:
     commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller)
     dirs = {name: out / name for name in commands}
     launched = ("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api" else (
@@ -126,39 +282,50 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
     print(f"verify: {original.name} under {launched[0]} and {migrated.name} under {launched[1]}, np {np}",
           flush=True)
     print(f"  launch: {mode.why}", flush=True)
+    rates = re.compile(throughput_regex) if throughput_regex else THROUGHPUT
+    sides: dict[str, Side] = {}
     for name, command in commands.items():
         for stale in (RUN_JSON, METRICS, METRICS_PART):
             (dirs[name] / stale).unlink(missing_ok=True)
-        code, output = run_side(name, command, dirs[name], timeout, original.parent)
+        code, output = run_side(name, command, dirs[name], timeout, original.parent, np=np)
         if code != 0:
             tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
             return EXIT_RUN_FAILED
-        record = dirs[name] / RUN_JSON
-        if record.exists():
-            world = json.loads(record.read_text()).get("world_size")
-        else:
-            try:
-                log = record_from_output(output, dirs[name], framework=name, train=loss_regex,
-                                         evaluation=eval_regex, step_from=step_from)
-            except LossLogError as exc:
-                hint = (" (the script imports recorder: does it take its directory from RUN_DIR?)"
-                        if "import recorder" in original.read_text(errors="replace") else "")
-                print(f"verify: the {name} run wrote no run record{hint}, and its output cannot be read: {exc}",
-                      file=sys.stderr)
-                return EXIT_RUN_FAILED
-            world = log.world_size
-            print(f"  {name}: {len(log.steps)} steps and {len(log.evals)} evaluations read from rank 0's lines "
-                  f"(steps {log.step_rule})", flush=True)
-            for step, first, kept in log.repeated[:3]:
-                print(f"  {name}: step {step} was printed again with another loss ({first:.6g}, then {kept:.6g}; "
-                      "the last is kept)", flush=True)
-        problem = _world_size_problem(name, world, np, mode)
+        side = sides[name] = read_side(name, output, dirs[name], original, loss_regex=loss_regex,
+                                       eval_regex=eval_regex, step_from=step_from, throughput_regex=rates,
+                                       warmup=warmup)
+        if side.problem and not side.no_loss:
+            print(side.problem, file=sys.stderr)
+            return EXIT_RUN_FAILED
+        problem = _world_size_problem(name, side.world, np, mode)
         if problem:
             print(problem, file=sys.stderr)
             return EXIT_RUN_FAILED
-    check = subprocess.run([sys.executable, "-m", "compare", "check", str(dirs["horovod"]), str(dirs["ddp"])],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
-                           cwd=PROJECT_ROOT)
-    print(check.stdout.rstrip())
-    return check.returncode
+    no_loss = [name for name, side in sides.items() if side.no_loss]
+    if no_loss and len(no_loss) < len(sides):  # one side prints a loss and the other none: not the same job
+        print(f"{sides[no_loss[0]].problem}, while the other side does: nothing compared", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if no_loss:
+        print("parity: not checked (the script prints no loss)", flush=True)
+        status = EXIT_OK
+    else:
+        check = subprocess.run([sys.executable, "-m", "compare", "check", str(dirs["horovod"]), str(dirs["ddp"])],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+                               cwd=PROJECT_ROOT)
+        print(check.stdout.rstrip(), flush=True)
+        status = check.returncode
+    launches = [Launched(1, name, dirs[name], side.timing) for name, side in sides.items()]
+    if speed_rounds:
+        print(f"speed rounds: each side launched {speed_rounds} more time{'s' * (speed_rounds != 1)}, the order "
+              "alternating", flush=True)
+        more, failed = speed_launches(commands, out, speed_rounds, np=np, timeout=timeout,
+                                      script_dir=original.parent, throughput_regex=rates)
+        if failed:
+            return failed
+        launches += more
+    lines, timed = speed_report(launches, np, warmup, speed_rounds)
+    print("\n".join(lines), flush=True)
+    if no_loss and not timed:
+        return EXIT_UNDECIDED  # neither parity nor speed could be judged
+    return status

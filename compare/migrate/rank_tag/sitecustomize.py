@@ -9,15 +9,27 @@ processes sharing a pipe cannot glue their lines together.
 A process whose script ran to its end without an uncaught exception says so last of all, in one tagged
 line (FINISHED): a worker that Gloo then aborts in its interpreter's teardown has done its work, and
 --verify can tell that race from a failure (docs/fault-tolerance.md, "Gloo's abort at exit").
+
+Where --verify asks for it (STEP_TIMES_VARIABLE names a directory), every optimizer step is timed through
+torch's global optimizer step hooks, with no change to the script: Horovod's DistributedOptimizer and a DDP
+script's plain optimizer both go through them. Horovod's step() wraps its base class's, and each wrapped
+step() fires the hooks, so only the outermost call of a thread counts. At exit each process that stepped
+writes the ends of its steps (time.perf_counter) to DIR/rank-R-PID.json; compare/migrate/step_times.py
+turns them into step times, the slowest rank's. The hooks are registered when the job itself imports
+torch.optim (an import hook), so that no process pays for torch's import that would not have made it.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
+import threading
+import time
 
 # (rank, size) variables of torchrun, horovodrun --gloo / horovod.run, Open MPI, PMI and Slurm
 LAUNCHER_VARIABLES = (("RANK", "WORLD_SIZE"), ("HOROVOD_RANK", "HOROVOD_SIZE"),
@@ -94,9 +106,128 @@ class TaggedLines:
         return getattr(self._stream, name)
 
 
+STEP_TIMES_VARIABLE = "COMPARE_VERIFY_STEP_TIMES"  # the directory for each process's step times
+OPTIMIZER_MODULE = "torch.optim.optimizer"
+
+
+class StepTimer:
+    """The start and end (time.perf_counter) of each outermost optimizer step() of this process. A step()
+    that calls another hooked step() (Horovod's DistributedOptimizer calls its base class's) fires the pre
+    hooks on the way in and the post hooks on the way out of each: a depth per thread counts the outermost
+    call only. A step() that raised never fires its post hooks: the next pre hook finds the outermost call's
+    frame gone from the stack and starts afresh, so a failed step is dropped and the steps after it count."""
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
+        self.steps: list[tuple[float, float]] = []  # (start, end) of each outermost step, in the order they ended
+        self.rank: tuple[str, str] = ("?", "?")
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def pre(self, optimizer, args, kwargs) -> None:
+        local = self._local
+        caller = sys._getframe(1)  # torch's wrapper of this step()
+        depth = getattr(local, "depth", 0)
+        if depth and not _on_stack(local.outer, caller):
+            depth = 0  # the open step raised and never came out
+        if depth == 0:
+            local.outer, local.start = caller, self.clock()
+        local.depth = depth + 1
+
+    def post(self, optimizer, args, kwargs) -> None:
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth <= 0:
+            return  # a post hook without its pre hook (the hooks registered midway): nothing to time
+        local.depth = depth - 1
+        if depth == 1:
+            end = self.clock()
+            local.outer = None
+            with self._lock:
+                self.steps.append((local.start, end))
+            if self.rank[0] == "?":
+                self.rank = rank_and_size()
+
+    def install(self, optimizer_module) -> tuple:
+        """Register the two hooks on torch.optim.optimizer; returns their handles (remove() each to undo)."""
+        return (optimizer_module.register_optimizer_step_pre_hook(self.pre),
+                optimizer_module.register_optimizer_step_post_hook(self.post))
+
+    def record(self) -> dict:
+        with self._lock:
+            steps = list(self.steps)
+        return {"rank": self.rank[0], "size": self.rank[1], "pid": os.getpid(), "clock": "time.perf_counter",
+                "starts": [start for start, _ in steps], "ends": [end for _, end in steps]}
+
+    def write(self, directory: str) -> None:
+        """DIR/rank-R-PID.json, where this process stepped at all (a launcher never does)."""
+        if not self.steps:
+            return
+        now = rank_and_size()  # as the job sees itself at its end, else as it did at its first step
+        if now[0] != "?" or _last_known[0] != "?":
+            self.rank = now if now[0] != "?" else (_last_known[0], _last_known[1])
+        record = self.record()
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"rank-{record['rank']}-{record['pid']}.json")
+        with open(path + ".tmp", "w") as out:
+            json.dump(record, out)
+        os.replace(path + ".tmp", path)
+
+
+def _on_stack(frame, current) -> bool:
+    while current is not None:
+        if current is frame:
+            return True
+        current = current.f_back
+    return False
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Runs `then(module)` once the module named `name` has been executed, wherever the job imports it."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then, self._loader = name, then, None
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name or self._loader is not None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                    return None
+                self._loader, spec.loader = spec.loader, self
+                return spec
+        return None
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__loader__ = self._loader
+        self._loader.exec_module(module)
+        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+        self.then(module)
+
+
+TIMER = StepTimer()
+
+
+def _time_steps(directory: str) -> None:
+    if OPTIMIZER_MODULE in sys.modules:
+        TIMER.install(sys.modules[OPTIMIZER_MODULE])
+    else:
+        sys.meta_path.insert(0, _AfterImport(OPTIMIZER_MODULE, TIMER.install))
+    atexit.register(TIMER.write, directory)
+
+
 def _install() -> None:
     sys.excepthook = _note_uncaught(sys.excepthook)
     atexit.register(_say_finished)  # registered first, so it runs after every other exit handler
+    if os.environ.get(STEP_TIMES_VARIABLE):
+        _time_steps(os.environ[STEP_TIMES_VARIABLE])
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, TaggedLines):
