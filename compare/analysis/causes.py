@@ -30,6 +30,12 @@ a float32 loss by an ulp or a few (1.2e-7 each); this is about 80 ulps, and the 
 it only decides where --rtol is set below it."""
 
 
+COARSE_PRINTING = 1e-5
+"""A log printed in units this coarse (5 decimals or fewer) cannot tell a jump from float noise where its values
+were equal before it: equal printed values are not bit-identical runs. One printed to 6 decimals (1e-6 of a
+loss of order 1, below NOISE_ONSET) still can."""
+
+
 class CauseKind(str, Enum):
     """The usual causes; compare/render/causes.py words each."""
 
@@ -87,8 +93,8 @@ def exact_onset(seed: SeedVerdict) -> Cause | None:
     if step is not None:
         if step <= 2 or losses.nonfinite_step == step or gap is None or not gap >= NOISE_ONSET:
             return None
-        if losses.rounding_a or losses.rounding_b:  # equal printed values are not bit-identical runs
-            return None
+        if max(losses.rounding_a or 0.0, losses.rounding_b or 0.0) >= COARSE_PRINTING:
+            return None  # values equal as printed to 3 decimals are not bit-identical runs
         span = _identical_span(seed, step - 1)
         if span is None:
             return None
