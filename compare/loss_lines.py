@@ -525,8 +525,8 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
     chosen = next((i for i in range(len(trains)) if any(i in matching[id(piece)] for piece in mine)), None)
     if chosen is None:
         raise LossLogError(f"{where}: no training loss found (no line matches " + (
-            "--regex)" if train else f"a known format ({', '.join(f.name for f in FORMATS)}: "
-            "docs/own-job.md, 'Text logs'); give --regex"))
+            "--regex)" if train else f"a known format: {', '.join(f.name for f in FORMATS)}, in docs/own-job.md, "
+            "'Text logs'); give --regex"))
     regex, fmt = trains[chosen], formats[chosen]
     if not fmt.parse:  # structured lines are not cut: a glued JSON line fails to parse and is left out
         mine = [part for piece in mine for part in _unglued(piece, [regex, evals if evaluation else

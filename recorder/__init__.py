@@ -186,9 +186,14 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _finite(value: float | None) -> float | None:
-    """Strict JSON has no NaN or Infinity: a loss that is not finite is written as null."""
-    return value if value is None or math.isfinite(value) else None
+def _strict_line(entry: dict) -> str:
+    """A metrics line in strict JSON (no NaN or Infinity): each non-finite value null and named in "nonfinite"
+    ({"loss": "-inf"}), as the run-record format says (workload/record_format.py), so that +inf, -inf and NaN
+    stay apart for the judge."""
+    bad = {key: repr(value) for key, value in entry.items() if isinstance(value, float) and not math.isfinite(value)}
+    if bad:
+        entry = {**{key: None if key in bad else value for key, value in entry.items()}, "nonfinite": bad}
+    return json.dumps(entry, allow_nan=False) + "\n"
 
 
 def _as_float(value: Any, what: str) -> float:
@@ -336,12 +341,12 @@ class Recorder:
                     self.samples += global_batch
                     self._global_batches.add(global_batch)
                 lr = float(per_rank[0, i, 3])
-                entry = {"kind": "step", "step": first + i, "loss": _finite(loss),
+                entry = {"kind": "step", "step": first + i, "loss": loss,
                          "lr": None if math.isnan(lr) else lr,
                          "samples": self.samples if global_batch is not None else None,
                          "step_time_s": round(float(per_rank[:, i, 2].max()), 6), "wall_time": round(time.time(), 3)}
                 self._last_loss = loss
-                self._metrics.write(json.dumps(entry, allow_nan=False) + "\n")
+                self._metrics.write(_strict_line(entry))
             self._metrics.flush()
         self._pending.clear()
 
@@ -357,8 +362,8 @@ class Recorder:
         if self.rank == 0:
             means = gathered.mean(dim=0)
             entry = {"kind": "eval", "step": self.steps,
-                     **{name: _finite(float(means[i])) for i, name in enumerate(names)}}
-            self._metrics.write(json.dumps(entry, allow_nan=False) + "\n")
+                     **{name: float(means[i]) for i, name in enumerate(names)}}
+            self._metrics.write(_strict_line(entry))
             self._metrics.flush()
         self._clock = time.perf_counter()  # evaluation is not part of the next step's time
 

@@ -16,6 +16,7 @@ from helpers import ROOT, ok, read_meta, read_steps, run, tool
 
 import recorder
 from compare.__main__ import main as compare_main
+from compare.analysis.records import load_run
 
 HOROVOD_SCRIPT = str(ROOT / "examples" / "user_scripts" / "train_horovod.py")
 DDP_SCRIPT = str(ROOT / "examples" / "user_scripts" / "train_ddp.py")
@@ -31,7 +32,7 @@ def record(out: Path, losses: list[float], *, seed: int = 0, gather_every: int =
 
 def test_one_process_writes_a_record_that_compare_reads(tmp_path, capsys):
     out = tmp_path / "run"
-    record(out, [2.0, 1.5, float("nan"), 1.0, 0.8])
+    record(out, [2.0, 1.5, float("nan"), 1.0, float("-inf")])
     meta = read_meta(out)
     assert meta["status"] == "ok" and meta["framework"] == "single" and meta["world_size"] == 1
     assert meta["steps"] == 5 and meta["samples_per_step"] == 8 and meta["options"] == {"lr": 0.1, "batch_size": 8}
@@ -41,8 +42,10 @@ def test_one_process_writes_a_record_that_compare_reads(tmp_path, capsys):
     lines = [json.loads(line) for line in text.splitlines()]
     steps = [line for line in lines if line["kind"] == "step"]
     losses = [s["loss"] for s in steps]
-    assert losses[2] is None  # strict JSON: a loss that is not finite is null
-    assert losses[:2] + losses[3:] == pytest.approx([2.0, 1.5, 1.0, 0.8])
+    assert losses[2] is None and losses[4] is None  # strict JSON: a loss that is not finite is null...
+    assert [s.get("nonfinite") for s in steps] == [None, None, {"loss": "nan"}, None, {"loss": "-inf"}]
+    assert losses[:2] + losses[3:4] == pytest.approx([2.0, 1.5, 1.0])  # ...and says which, for the judge
+    assert math.isinf(load_run(out).loss_by_step[5])
     assert [s["samples"] for s in steps] == [8, 16, 24, 32, 40] and all(s["step_time_s"] >= 0 for s in steps)
     assert [line["kind"] for line in lines].index("eval") == 4  # after step 4, in order
     assert lines[4] == {"kind": "eval", "step": 4, "eval_accuracy": 0.75, "eval_loss": 0.5}

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from compare.analysis.records import jsonable
-from compare.analysis.rounding import printed_units, slack
+from compare.analysis.rounding import coarsest, printed_units, slack
 
 STEP_RTOL = 1e-5
 """The tolerance floor on the relative loss difference at any step (float32 epsilon is 1.19e-7; PyTorch's own
@@ -294,8 +294,7 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
         tolerance_at_divergence=tol[first] if first is not None else None,
         abs_gap_at_first_divergence=abs(a[common[first]] - b[common[first]]) if first is not None else None,
         nonfinite_step=nonfinite, nonfinite_a=nonfinite_a, nonfinite_b=nonfinite_b,
-        rounding_a=max(units_a.values(), default=None) if units_a else None,
-        rounding_b=max(units_b.values(), default=None) if units_b else None,
+        rounding_a=coarsest(units_a), rounding_b=coarsest(units_b),
         allowances=[allowance.get(s, 0.0) for s in common] if allowance else [],
         judged_until=judged[-1] if judged else None,
         identical_through=common[equal - 1] if equal else None,
