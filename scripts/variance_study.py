@@ -12,6 +12,11 @@ Horovod then DDP (reversed every other round) at every world size, through compa
   half-width it would have over the default 4 rounds.
 
     .venv/bin/python scripts/variance_study.py --rounds 6 --out results/variance
+    .venv/bin/python scripts/variance_study.py --windows 0.5 2 5 --rounds 6 --out results/windows
+
+--windows: instead of the set-ups below, one seed timed for about that many seconds of steady state per
+launch, as `compare run --timed-seconds` plans its speed launches (the steps from a probe launch's step
+time, the same steps for both sides; compare/analysis/timing.py window_steps).
 
 Writes OUT/variance.json and OUT/variance.md (also printed); the launches stay in OUT/runs/.
 Exit status: 0 done, 2 usage error, 130 interrupted.
@@ -33,10 +38,12 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from compare.analysis.records import find_runs  # noqa: E402
-from compare.analysis.timing import settled_warmup  # noqa: E402
+from compare.analysis.timing import launch_median, settled_warmup, window_steps  # noqa: E402
 from compare.launch.scheduling import LocalScheduler  # noqa: E402
 from workload.files import write_atomic, write_json_atomic  # noqa: E402
 from workload.options import Options  # noqa: E402
+from workload.trainer import steps_per_epoch  # noqa: E402
+from workload.workloads import WORKLOADS  # noqa: E402
 
 # name -> what differs from the default job of `compare run`: options, environment, a prefix to the launch line
 # (setarch -R: no address-space randomisation, inherited by every process of the launch), np 1 only.
@@ -54,14 +61,42 @@ VARIANTS: dict[str, Variant] = {
 FIXED_WARMUP = 5
 
 
+def window_variants(out: Path, windows: list[float], world_sizes: list[int]) -> list[str]:
+    """One variant per window (seconds), np-specific steps from a probe launch of each side at each world
+    size (the geometric mean of their median step times), added to VARIANTS; their names."""
+    scheduler, options = LocalScheduler(), Options()
+    train = len(WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir).train)
+    step_s = {}
+    for world_size in world_sizes:
+        medians = []
+        for framework in ("horovod", "ddp"):
+            root = out / "probe" / f"{framework}-np{world_size}"
+            probe = dataclasses.replace(options, seeds=(0,), epochs=4, out=root)
+            print(f"probe: {scheduler.run(scheduler.make(framework, world_size, probe, root), 600).describe()}",
+                  flush=True)
+            medians.append(launch_median([r for r in find_runs(root) if r.ok], FIXED_WARMUP))
+        step_s[world_size] = float(np.exp(np.mean(np.log(medians))))
+    names = []
+    for seconds in windows:
+        name = f"window {seconds:g} s"
+        for world_size in world_sizes:
+            steps = window_steps(seconds, step_s[world_size], FIXED_WARMUP)
+            per_epoch = steps_per_epoch(options, train, world_size)
+            changes = {"seeds": (0,), "steps": steps, "epochs": -(-steps // per_epoch)}
+            VARIANTS[f"{name} np{world_size}"] = (changes, {}, [], False)
+            print(f"{name} at np {world_size}: {steps} steps ({step_s[world_size] * 1e3:.2f} ms a step)", flush=True)
+        names.append(name)
+    return names
+
+
 def launch_all(out: Path, rounds: int, world_sizes: list[int], names: list[str]) -> None:
     scheduler = LocalScheduler()
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         frameworks = ("horovod", "ddp") if r % 2 == 0 else ("ddp", "horovod")
         for name in order:
-            changes, env, prefix, np1_only = VARIANTS[name]
             for world_size in world_sizes:
+                changes, env, prefix, np1_only = VARIANTS.get(f"{name} np{world_size}") or VARIANTS[name]
                 if np1_only and world_size != 1:
                     continue
                 for framework in frameworks:
@@ -136,11 +171,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/variance"))
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
                         help="which set-ups to launch side by side (default: all)")
+    parser.add_argument("--windows", type=float, nargs="+", metavar="SECONDS",
+                        help="study timed windows of these lengths instead of the set-ups")
     parser.add_argument("--analyse-only", action="store_true", help="summarise the launches already in OUT")
     ns = parser.parse_args(argv)
     if ns.rounds < 2:
         parser.error("--rounds must be at least 2: an interval needs two rounds")
     try:
+        if ns.windows:
+            if any(w <= 0 for w in ns.windows):
+                parser.error("--windows must be positive numbers of seconds")
+            ns.variants = ([f"window {w:g} s" for w in ns.windows] if ns.analyse_only
+                           else window_variants(ns.out, ns.windows, ns.np))
         if not ns.analyse_only:
             launch_all(ns.out, ns.rounds, ns.np, ns.variants)
     except KeyboardInterrupt:

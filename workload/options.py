@@ -225,8 +225,14 @@ class Options:
     # added to every step (tests: a known speed difference)
     round: int = option(1, "which repeated launch of a comparison this is (recorded in run.json)", group=SPEED,
                         check=positive_int)
-    step_delay_ms: float | None = option(None, "sleep this long in every step (tests: a known speed difference)",
+    step_delay_ms: float | None = option(None, "wait this long in every step, holding the core (tests: a known "
+                                         "speed difference)",
                                          group=SPEED, metavar="MS", check=nonnegative)
+    window_seconds: float | None = option(None, "the steady window this speed launch was planned to time "
+                                          "(compare run --timed-seconds sets it, with --steps; recorded in "
+                                          "run.json)", group=SPEED, metavar="SECONDS", check=nonnegative)
+    aa_twin: bool = option(False, "this launch is the A/A twin of its round's launch of the same framework "
+                           "(compare run --aa; recorded in run.json)", group=SPEED)
 
     def resolved_lr(self) -> float:
         return self.lr if self.lr is not None else load_workload(self.workload).lr

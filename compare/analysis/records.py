@@ -106,6 +106,19 @@ class RunRecord:
             return 1
 
     @property
+    def timed_seconds(self) -> float | None:
+        """The steady window a speed launch of `compare run --timed-seconds` was planned to time; None for a
+        launch of the job's own steps (round 1, the parity launch, is one)."""
+        value = (self.meta.get("options") or {}).get("window_seconds")
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+    @property
+    def is_twin(self) -> bool:
+        """An A/A twin (compare run --aa): a second launch of the same framework in the same round, judged
+        against the first and never in the Horovod/DDP comparison."""
+        return bool((self.meta.get("options") or {}).get("aa_twin"))
+
+    @property
     def is_calibration(self) -> bool:
         """A calibration run of the parity judge: the same job with its initial weights nudged by an ulp
         (--perturb-init-ulps), not one of the compared or timed launches."""

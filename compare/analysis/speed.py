@@ -53,7 +53,17 @@ SEQUENTIAL_RECORD = "sequential.json"  # OUT/runs/: the --precision / --time-bud
 def timed(run: RunRecord) -> bool:
     """A Horovod or DDP run of the comparison that ended well and was timed here (an imported log's times,
     if it has any, come from another machine)."""
-    return run.ok and run.framework in FRAMEWORKS and not run.is_calibration and run.imported is None
+    return (run.ok and run.framework in FRAMEWORKS and not run.is_calibration and run.imported is None
+            and not run.is_twin)
+
+
+def speed_launches(runs: Iterable[RunRecord], world_size: int) -> list[RunRecord]:
+    """The timed runs at this world size that are speed rounds: with `compare run --timed-seconds` the
+    speed launches of their own (long windows, one seed), not the parity launch; else every round."""
+    chosen = [run for run in runs if timed(run) and run.world_size == world_size]
+    if any(run.timed_seconds for run in chosen):
+        chosen = [run for run in chosen if run.timed_seconds]
+    return chosen
 
 
 def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> dict:
@@ -77,9 +87,8 @@ def timing_entry(framework: str, world_size: int, group: Group, warmup: int) -> 
 def launches(runs: Iterable[RunRecord], world_size: int) -> dict[int, dict[str, list[RunRecord]]]:
     """round -> framework -> the runs of that launch (Horovod and DDP runs that ended well, this world size)."""
     found: dict[int, dict[str, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
-        if timed(run) and run.world_size == world_size:
-            found[run.round][run.framework].append(run)
+    for run in speed_launches(runs, world_size):
+        found[run.round][run.framework].append(run)
     return {r: dict(by_framework) for r, by_framework in sorted(found.items())}
 
 
@@ -206,11 +215,65 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
         "contended_rounds": contended,
         "step_time_ratio": kept["ratio"] if clean else every["ratio"],
         "ci_low": kept["ci_low"], "ci_high": kept["ci_high"], "half_width": kept["half_width"],
-        "consistent": kept["consistent"], "method": kept["method"], "all_rounds": every,
+        "log_sd": kept.get("log_sd"), "consistent": kept["consistent"], "method": kept["method"], "all_rounds": every,
         "left_out": [{"round": number, "framework": f} for number, f, judged in troubles if judged["contended"]],
         "outcome": outcome.value, "status": STATUS[outcome], "winner": WINNER.get(outcome),
         "withheld_by": withheld_by,  # the launch a withheld verdict names
         "sequential": sequential_state(design, kept["half_width"] if clean else None),
+    }
+
+
+# ---- A/A: the same framework against itself ------------------------------------------------------------
+
+def aa_rounds(runs: Iterable[RunRecord], world_size: int, warmup: int) -> list[dict]:
+    """Each round holding a launch of a framework and its A/A twin (compare run --aa): the two launches'
+    median step times, twin / first, and the contention each met."""
+    found: dict[tuple[int, str], dict[str, RunRecord]] = defaultdict(dict)
+    for run in runs:
+        if (run.ok and run.framework in FRAMEWORKS and not run.is_calibration and run.imported is None
+                and run.world_size == world_size and run.timed_seconds):
+            found[(run.round, run.framework)]["twin" if run.is_twin else "first"] = run
+    rows = []
+    for (number, framework), slots in sorted(found.items()):
+        if set(slots) != {"first", "twin"}:
+            continue
+        row: dict = {"round": number, "framework": framework, "contention": {}}
+        for slot, run in slots.items():
+            row[f"{slot}_median_s"] = launch_median([run], warmup)
+            record = launch_contention(run)
+            row["contention"][slot] = {**judge_contention(record), "record": record}
+        first, twin = row["first_median_s"], row["twin_median_s"]
+        row["ratio"] = twin / first if first and twin else None
+        if row["ratio"] is not None:
+            rows.append(row)
+    return rows
+
+
+def compare_aa(world_size: int, runs: Iterable[RunRecord], warmup: int, confidence: float = CONFIDENCE,
+               design: dict | None = None) -> dict | None:
+    """The A/A check of the speed design at one world size: a framework's twin launches against its first
+    ones, judged by the same interval and the same rules as Horovod against DDP. Its interval should hold
+    1; "slower" names the slot the interval puts slower (a planted --step-delay-for twin should be named)."""
+    runs = list(runs)
+    design = design or sequential_design(runs)
+    rounds = aa_rounds(runs, world_size, warmup)
+    if not rounds:
+        return None
+    troubles = launch_troubles(rounds)
+    contended = sorted({number for number, _, judged in troubles if judged["contended"]})
+    clean = [row for row in rounds if row["round"] not in contended]
+    interval = confidence_sequence if design else rounds_ratio
+    kept = interval([row["ratio"] for row in clean], confidence)
+    outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
+    slower = {SpeedOutcome.DDP_FASTER: "twin", SpeedOutcome.HOROVOD_FASTER: "first"}.get(outcome)  # ratio a/b
+    return {
+        "framework": rounds[0]["framework"], "world_size": world_size, "confidence": confidence,
+        "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in clean],
+        "contended_rounds": contended, "ratio": kept["ratio"], "ci_low": kept["ci_low"],
+        "ci_high": kept["ci_high"], "half_width": kept["half_width"], "log_sd": kept.get("log_sd"),
+        "method": kept["method"], "outcome": outcome.value, "status": STATUS[outcome], "slower": slower,
+        "withheld_by": withheld_by,
+        "holds_one": bool(kept["ci_low"] is not None and kept["ci_low"] <= 1 <= kept["ci_high"]),
     }
 
 
@@ -270,6 +333,7 @@ def add_speed(levels: list[dict], runs: list[RunRecord], warmup: int) -> None:
         level["timing"] = {f: timing_entry(f, world_size, present[f], warmup)
                            for f in (*FRAMEWORKS, "reference") if f in present}
         level["speed"] = compare_speed(world_size, runs, warmup)
+        level["aa"] = compare_aa(world_size, runs, warmup)
         level["compared"] = compared(world_size, runs, level["speed"])
     add_scaling(levels)
 

@@ -140,6 +140,17 @@ def launch_median(records: Iterable[RunRecord], warmup: int) -> float | None:
     return float(np.median(times)) if times.size else None
 
 
+MIN_WINDOW_STEPS = 50  # a speed launch times at least this many steps, however slow its steps
+
+
+def window_steps(seconds: float, step_s: float, warmup: int) -> int:
+    """The steps a speed launch trains to time about `seconds` of steady state at `step_s` a step, after
+    the `warmup` steps the analysis leaves out (compare run --timed-seconds; docs/benchmarks.md)."""
+    if not (seconds > 0 and step_s > 0):
+        raise ValueError(f"a timed window needs a positive duration and step time, got {seconds}, {step_s}")
+    return warmup + max(MIN_WINDOW_STEPS, int(np.ceil(seconds / step_s)))
+
+
 def rounds_ratio(ratios: Iterable[float], confidence: float = 0.95) -> dict:
     """The a/b step-time ratio over rounds: the geometric mean of the rounds' ratios, with a t interval
     on their logarithms (a paired test over rounds: each round holds one launch of each side).

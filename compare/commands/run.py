@@ -5,6 +5,7 @@ Processes and files live here; the analysis itself is pure (compare/analysis/)."
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import time
@@ -17,6 +18,7 @@ from compare.analysis.records import find_runs
 from compare.analysis.sequential import METHOD, MIXTURE_C
 from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
 from compare.analysis.time_to_target import Target
+from compare.analysis.timing import launch_median, window_steps
 from compare.commands import scheduler
 from compare.commands.arguments import (
     DEFAULTS,
@@ -42,11 +44,12 @@ from compare.render.speed import stop_line
 from workload.errors import UsageError
 from workload.files import write_json_atomic
 from workload.options import ONE_SIDED, Options, check_writable, options_from_namespace, validate
-from workload.trainer import planned_steps
+from workload.trainer import planned_steps, steps_per_epoch
 from workload.workloads import WORKLOADS
 
 DEFAULT_SEEDS = (0, 1, 2)
 DEFAULT_ROUNDS = 4  # rounds of launches for the speed verdict (docs/benchmarks.md: what they resolve)
+DEFAULT_TIMED_S = 2.0  # seconds of steady state a speed launch times (docs/benchmarks.md: the window study)
 DEFAULT_BUDGET_S = 3600.0  # --precision without --time-budget: +-5% takes about an hour here (docs/benchmarks.md)
 STARTUP_GUESS_S = 4.0  # the least a launch takes before its first step (docs/benchmarks.md: 4.2-6.9 s)
 STEP_GUESS_S = 0.002  # a fast step of the default job
@@ -86,7 +89,10 @@ class ComparisonPlan(ReportInputs):
     horovod_controller: str
     launcher: str
     scheduler: Scheduler  # where the launches run: here, or as Slurm jobs
-    step_delay_for: str | None
+    step_delay_for: str | None  # a framework, or "twin"
+    timed_seconds: float  # each speed launch's steady window; 0: the old design, round 1 is a speed round too
+    aa: str | None  # the framework launched twice in every speed round (A/A), or None
+    window: dict[int, int] | None = None  # world size -> steps of a speed launch, from round 1's step times
     precision: float | None
     time_budget: float | None  # set (a default if need be) exactly when the rounds are sequential
 
@@ -117,6 +123,7 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
     private = private and settings is None  # Slurm places the ranks: no network namespace of our own
     framework_options = delayed_side(ns.step_delay_for, {name: tuning.options_for(name, options)
                                                          for name in ns.frameworks})
+    framework_options.pop("twin", None)  # twins are launched in the speed rounds only
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
     cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
     if cannot and ns.reference == "on":
@@ -127,8 +134,10 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
         reference_skipped=cannot[0] if cannot and reference else None, launches=(), options=options,
         train_size=len(WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir).train),
         frameworks=ns.frameworks, world_sizes=tuple(sorted(set(ns.np))), out=ns.out, timeout=ns.timeout,
-        repeats=ns.repeats or DEFAULT_ROUNDS, horovod_controller=ns.horovod_controller, launcher=ns.launcher,
-        scheduler=where, step_delay_for=ns.step_delay_for, precision=ns.precision,
+        repeats=DEFAULT_ROUNDS if ns.repeats is None else ns.repeats, horovod_controller=ns.horovod_controller,
+        launcher=ns.launcher,
+        scheduler=where, step_delay_for=ns.step_delay_for, timed_seconds=ns.timed_seconds, aa=ns.aa,
+        precision=ns.precision,
         time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget)
     first = first_round(comparison, framework_options, reference and not cannot)
     return replace(comparison, launches=tuple(first))
@@ -167,28 +176,69 @@ def first_round(plan: ComparisonPlan, framework_options: dict[str, Options], ref
     return launches
 
 
-def delayed_side(side: str | None, framework_options: dict[str, Options]) -> dict[str, Options]:
-    """--step-delay-for FRAMEWORK: --step-delay-ms slows that side only (a known difference, for tests)."""
+def delayed_side(side: str | None, framework_options: dict[str, Options],
+                 aa: str | None = None) -> dict[str, Options]:
+    """--step-delay-for FRAMEWORK: --step-delay-ms slows that side only (a known difference, for tests);
+    "twin": the A/A twin only. With --aa FRAMEWORK the twin's options are added under "twin"."""
+    if aa is not None:
+        framework_options = {**framework_options, "twin": replace(framework_options[aa], aa_twin=True)}
     if side is None:
         return framework_options
     return {name: o if name == side else replace(o, step_delay_ms=None) for name, o in framework_options.items()}
 
 
+def window_plan(plan: ComparisonPlan, runs: list) -> dict[int, int]:
+    """World size -> the steps each speed launch trains to time about --timed-seconds of steady state: from
+    round 1's median step times (the geometric mean over the frameworks, so that both sides train the same
+    steps); a world size whose round 1 gave no step time trains its own steps."""
+    window = {}
+    for world_size in plan.world_sizes:
+        medians = [m for f in plan.frameworks
+                   if (m := launch_median([r for r in runs if r.ok and r.round == 1 and r.framework == f
+                                           and r.world_size == world_size and not r.is_calibration],
+                                          plan.analysis.warmup))]
+        if medians:
+            step_s = math.exp(sum(math.log(m) for m in medians) / len(medians))
+            window[world_size] = window_steps(plan.timed_seconds, step_s, plan.analysis.warmup)
+    return window
+
+
+def speed_options(plan: ComparisonPlan, options: Options, world_size: int) -> Options:
+    """A speed launch's options: the timed window's steps (epochs enough to hold them), recorded."""
+    steps = (plan.window or {}).get(world_size)
+    if not plan.timed_seconds or steps is None:
+        return options
+    per_epoch = steps_per_epoch(options, plan.train_size, world_size)
+    return replace(options, steps=steps, epochs=-(-steps // per_epoch),
+                   window_seconds=plan.timed_seconds)
+
+
 def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Launch]:
-    """Rounds 2..--repeats (or `numbers`): each framework launched again at each world size, first seed only, the order
-    reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side; each
-    in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only)."""
+    """The speed rounds (or `numbers`): each framework launched again at each world size, first seed only, the
+    order reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side;
+    each in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only). With
+    --timed-seconds they are rounds 2..--repeats+1, each timing a long window (round 1, the parity launch,
+    is not one of them); without, rounds 2..--repeats, round 1 counting as the first. With --aa the twin
+    runs next to its framework's launch (runs/FRAMEWORK-npN-roundR-twin/), after it and before it in turn."""
     make = plan.scheduler.make
     launches = []
-    for number in numbers or range(2, plan.repeats + 1):
+    last = plan.repeats + (1 if plan.timed_seconds else 0)
+    for number in numbers or range(2, last + 1):
         again = replace(plan.options, seeds=plan.options.seeds[:1], round=number)
         framework_options = delayed_side(plan.step_delay_for,
-                                         {name: plan.tuning.options_for(name, again) for name in plan.frameworks})
+                                         {name: plan.tuning.options_for(name, again) for name in plan.frameworks},
+                                         plan.aa)
         order = plan.frameworks if number % 2 else tuple(reversed(plan.frameworks))
+        if plan.aa:  # the twin beside its framework's launch, after it and before it in turn
+            at = order.index(plan.aa) + (number % 2)
+            order = (*order[:at], "twin", *order[at:])
         for world_size in plan.world_sizes:
-            for framework in order:
-                launches.append(make(framework, world_size, framework_options[framework],
-                                     plan.out / "runs" / f"{framework}-np{world_size}-round{number}",
+            for slot in order:
+                framework = plan.aa if slot == "twin" else slot
+                where = f"{framework}-np{world_size}-round{number}" + ("-twin" if slot == "twin" else "")
+                launches.append(make(framework, world_size,
+                                     speed_options(plan, framework_options[slot], world_size),
+                                     plan.out / "runs" / where,
                                      horovod_controller=plan.horovod_controller, launcher=plan.launcher,
                                      extra_env=plan.tuning.env.get(framework), private_network=plan.private_network))
     return launches
@@ -230,10 +280,13 @@ def round_estimate_s(launches: list[Launch], planned: list[int]) -> float:
 
 def run_suite(plan: ComparisonPlan) -> int:
     first_round = list(plan.launches)
-    later = [] if plan.sequential else later_rounds(plan)  # sequential: round by round, within the budget
+    # Sequential: round by round, within the budget. Timed windows: planned from round 1's step times.
+    later = [] if plan.sequential or plan.timed_seconds else later_rounds(plan)
 
     def steps_of(launches: list[Launch]) -> list[int]:
-        return [planned_steps(plan.options, plan.train_size, launch.world_size) * len(launch.seeds)
+        window = plan.window or {}
+        return [window[launch.world_size] if "-round" in launch.run_root.name and launch.world_size in window
+                else planned_steps(plan.options, plan.train_size, launch.world_size) * len(launch.seeds)
                 for launch in launches]
 
     if plan.sequential:
@@ -248,18 +301,28 @@ def run_suite(plan: ComparisonPlan) -> int:
     write_json_atomic(plan.out / TUNING_RECORD, plan.tuning.record())  # for `compare report` to say it again
     if (warning := mismatch(plan.tuning, plan.options, plan.horovod_controller)) is not None:
         print(f"python -m compare: warning: {warning}", file=sys.stderr, flush=True)
+    clear_rounds(plan.out)
     design = start_design(plan) if plan.sequential else clear_design(plan.out)
-    planned = steps_of(first_round + later)
-    runner = Runner(plan.scheduler, plan.timeout, sum(planned))
+    planned = steps_of(first_round)
+    runner = Runner(plan.scheduler, plan.timeout, sum(planned) + sum(steps_of(later)))
     runner.count = len(first_round) + len(later)
     started = time.monotonic()
     try:
         ok = runner.run(first_round, planned[:len(first_round)])
-        ok = runner.run(later, planned[len(first_round):]) and ok
+        per_launch = (time.monotonic() - started) / len(first_round)
+        if plan.timed_seconds:
+            plan = replace(plan, window=window_plan(plan, find_runs(plan.out / "runs")
+                                                    if (plan.out / "runs").is_dir() else []))
+            if design is None:
+                later = later_rounds(plan)
+                runner.count += len(later)
+                runner.reporter.total += sum(steps_of(later))
+        ok = runner.run(later, steps_of(later)) and ok
         if design is not None:
-            # Until a later round has run, its time is guessed from round 1's, by the launches in each.
-            per_launch = (time.monotonic() - started) / len(first_round)
-            per_round = per_launch * len(plan.frameworks) * len(plan.world_sizes)  # a later round's launches
+            # Until a later round has run, its time is guessed from round 1's, by the launches in each (and
+            # each speed launch's timed window).
+            launches_per_round = (len(plan.frameworks) + bool(plan.aa)) * len(plan.world_sizes)
+            per_round = (per_launch + plan.timed_seconds) * launches_per_round
             more_rounds(plan, design, runner, steps_of, started, per_round, ok)
     finally:
         runner.reporter.close()
@@ -274,12 +337,16 @@ def run_suite(plan: ComparisonPlan) -> int:
     return publish(plan.out, runs, plan, outcomes=runner.outcomes, wall_s=wall)
 
 
-def start_design(plan: ComparisonPlan) -> dict:
-    """The sequential design, written beside the runs before the first launch (stale rounds removed: a
-    longer earlier run's rounds would otherwise be counted)."""
-    runs = plan.out / "runs"
+def clear_rounds(out: Path) -> None:
+    """Remove an earlier comparison's speed rounds: a longer one's rounds (or twins) would be counted."""
+    runs = out / "runs"
     for stale in runs.glob("*-round*") if runs.is_dir() else ():
         shutil.rmtree(stale, ignore_errors=True)
+
+
+def start_design(plan: ComparisonPlan) -> dict:
+    """The sequential design, written beside the runs before the first launch."""
+    runs = plan.out / "runs"
     design = {"sequential": True, "precision": plan.precision, "time_budget_s": plan.time_budget,
               "first_look": plan.repeats, "looks": "after --repeats rounds, then after every second round",
               "confidence": CONFIDENCE, "method": METHOD, "mixture_c": MIXTURE_C, "stopped": None, "rounds": None}
@@ -298,13 +365,15 @@ def more_rounds(plan: ComparisonPlan, design: dict, runner: Runner, steps_of: Ca
     """Rounds 2..--repeats one by one, then in whole pairs (A B, B A), until the anytime-valid interval is
     within --precision at every world size, the next round(s) would overrun --time-budget, or a launch
     failed; record which. The interval is looked at from round --repeats on, after every pair."""
-    number = 1
+    number = 1  # the last round launched; with timed windows round 1 is the parity launch, not a speed round
+    offset = 1 if plan.timed_seconds else 0
     while True:
-        look = number >= plan.repeats and design["precision"] is not None
+        done = number - offset  # speed rounds so far
+        look = done >= plan.repeats and design["precision"] is not None
         speeds = ([compare_speed(ws, find_runs(plan.out / "runs"), plan.analysis.warmup, design=design)
                    for ws in plan.world_sizes] if look else [])
         # looks after whole pairs, so that drift and order effects cancel
-        size = 1 if number < plan.repeats or number % 2 else 2
+        size = 1 if done < plan.repeats or done % 2 else 2
         if look and all(s and s["sequential"]["reached"] for s in speeds):
             stopped = "precision"
         elif not ok:
@@ -321,7 +390,7 @@ def more_rounds(plan: ComparisonPlan, design: dict, runner: Runner, steps_of: Ca
             per_round = (time.monotonic() - before) / size
             number += size
             continue
-        design.update(stopped=stopped, rounds=number, elapsed_s=round(time.monotonic() - started, 1))
+        design.update(stopped=stopped, rounds=number - offset, elapsed_s=round(time.monotonic() - started, 1))
         write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         return
 
@@ -354,9 +423,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     target_argument(suite)
     speed = run.add_argument_group("speed")
     speed.add_argument("--repeats", type=int, default=None, metavar="N",
-                       help=f"rounds of launches for the speed verdict (default {DEFAULT_ROUNDS}; 2 for a sweep): "
-                            "round 1 trains every seed, later rounds the first seed only, in alternating order "
-                            "(A B, B A ...)%(default).0s")
+                       help=f"speed rounds (default {DEFAULT_ROUNDS}; 2 for a sweep): after round 1 (every seed, "
+                            "for parity), each framework once more per round, the first seed only, timing "
+                            "--timed-seconds, in alternating order (A B, B A ...); 0: parity only%(default).0s")
     speed.add_argument("--precision", type=precision, default=None, metavar="P%",
                        help="keep launching rounds (in pairs, A B then B A) until the anytime-valid 95%% interval of "
                             "the Horovod/DDP ratio is within +-P%% at every world size, or --time-budget is spent "
@@ -364,8 +433,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     speed.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                        help=f"the most seconds of launches for --precision (default {DEFAULT_BUDGET_S:g}); alone: "
                             "rounds until it is spent, with the precision that buys%(default).0s")
-    speed.add_argument("--step-delay-for", choices=FRAMEWORKS, default=None,
-                       help="apply --step-delay-ms to this framework only (a known speed difference, for tests)")
+    speed.add_argument("--timed-seconds", type=float, default=DEFAULT_TIMED_S, metavar="SECONDS",
+                       help="each speed round's launches time about this many seconds of steady state (one seed, "
+                            "the steps from round 1's step times, the same for both sides); round 1 then serves "
+                            "parity only. 0: the job's own steps, round 1 counting as a speed round "
+                            "(docs/benchmarks.md)")
+    speed.add_argument("--aa", choices=FRAMEWORKS, default=None, metavar="FRAMEWORK",
+                       help="A/A check: launch FRAMEWORK twice in every speed round and judge the twin against "
+                            "the first as Horovod against DDP; its interval should hold 1 (with --frameworks "
+                            "FRAMEWORK: the A/A check alone)%(default).0s")
+    speed.add_argument("--step-delay-for", choices=(*FRAMEWORKS, "twin"), default=None,
+                       help="apply --step-delay-ms to this framework only, or to the --aa twin (a known speed "
+                            "difference, for tests)")
     speed.add_argument("--sweep-model-size", action="store_true",
                        help="instead of a comparison: the Horovod/DDP step-time ratio as the mlp's gradient grows "
                             "(--sweep-widths), at the largest --np, with a plot of the crossover")
@@ -394,14 +473,23 @@ def main(ns: argparse.Namespace) -> int:
     targets = resolve_targets(ns.target, ns.workload)  # before anything launches: a bad one is exit 2
     if targets and ns.sweep_model_size:
         raise UsageError("--target applies to a comparison, not to --sweep-model-size")
-    if ns.repeats is not None and ns.repeats < 1:
-        raise UsageError(f"--repeats must be a positive integer, got {ns.repeats}")
+    if ns.repeats is not None and ns.repeats < (0 if ns.timed_seconds else 1):
+        least = "0 or more (0: no speed rounds)" if ns.timed_seconds else "a positive integer"
+        raise UsageError(f"--repeats must be {least}, got {ns.repeats}")
     if ns.time_budget is not None and not 0 < ns.time_budget < float("inf"):
         raise UsageError(f"--time-budget must be a positive number of seconds, got {ns.time_budget:g}")
     if ns.sweep_model_size and (ns.precision is not None or ns.time_budget is not None):
         raise UsageError("--precision and --time-budget apply to a comparison, not to --sweep-model-size")
     if (ns.precision is not None or ns.time_budget is not None) and set(ns.frameworks) != set(FRAMEWORKS):
         raise UsageError("--precision and --time-budget need both frameworks: they narrow the Horovod/DDP ratio")
+    if not 0 <= ns.timed_seconds < float("inf"):
+        raise UsageError(f"--timed-seconds must be 0 or a positive number of seconds, got {ns.timed_seconds:g}")
+    if ns.aa is not None and ns.aa not in ns.frameworks:
+        raise UsageError(f"--aa {ns.aa}: not one of --frameworks ({','.join(ns.frameworks)})")
+    if ns.aa is not None and not ns.timed_seconds:
+        raise UsageError("--aa needs timed speed launches: drop --timed-seconds 0")
+    if ns.step_delay_for == "twin" and ns.aa is None:
+        raise UsageError("--step-delay-for twin needs --aa FRAMEWORK")
     if ns.sweep_model_size:
         return run_sweep(sweep_plan(ns))
     return run_suite(plan(ns, analysis, targets))

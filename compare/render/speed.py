@@ -79,15 +79,41 @@ def speed_sentence(speed: dict) -> str:
     return sentence
 
 
+def aa_sentence(aa: dict, speed: dict | None) -> str:
+    """The A/A check at one world size (compare run --aa), e.g. "A/A check at np 1, DDP against DDP: twin/first
+    1.01 (95% CI 0.95-1.07, 4 rounds), holds 1; spread 0.05 (Horovod/DDP 0.07)"."""
+    outcome, world_size = SpeedOutcome(aa["outcome"]), aa["world_size"]
+    name = display(aa["framework"])
+    head = f"A/A check at np {world_size}, {name} against {name}"
+    if outcome in WITHHELD:
+        return f"{head}: withheld: {launch_words(aa, aa['withheld_by'])}"
+    used = len(aa["rounds_used"])
+    if aa["ci_low"] is None:
+        return f"{head}: twin/first {aa['ratio']:.2f} over {used} round{'s' * (used != 1)}, too few for an interval"
+    conf = f"anytime-valid {aa['confidence']:.0%} interval" if outcome is SpeedOutcome.NO_INTERVAL_YET else (
+        f"{aa['confidence']:.0%} CI")
+    found = {"twin": "the twin is slower", "first": "the twin is faster"}.get(aa["slower"] or "", "holds 1"
+                                                                               if aa["holds_one"] else "excludes 1")
+    spread = f"; spread {aa['log_sd']:.3f}" if aa.get("log_sd") is not None else ""
+    if spread and speed and speed.get("log_sd") is not None:
+        spread += f" (Horovod/DDP {speed['log_sd']:.3f})"
+    return (f"{head}: twin/first {aa['ratio']:.2f} ({conf} {aa['ci_low']:.2f}-{aa['ci_high']:.2f}, {used} rounds), "
+            f"{found}{spread}")
+
+
 def speed_line(analysis: dict) -> str:
-    """The speed verdict of the whole comparison: every world size's sentence, or why there is none."""
+    """The speed verdict of the whole comparison: every world size's sentence (and its A/A check), or why
+    there is none."""
     speeds = [speed_sentence(level["speed"]) for level in analysis["levels"] if level.get("speed")]
+    speeds += [aa_sentence(level["aa"], level.get("speed")) for level in analysis["levels"] if level.get("aa")]
     if speeds:
         return "; ".join(speeds)
     imported = sorted({f"{display(r['framework'])} np {r['world_size']}" for r in analysis.get("imported") or []})
     if imported:
         return (f"no speed verdict: {', '.join(imported)} {'is' if len(imported) == 1 else 'are'} imported, "
                 "timed on another machine or not at all")
+    if any({"horovod", "ddp"} <= set(level.get("timing") or {}) for level in analysis["levels"]):
+        return "no speed rounds were launched (compare run --repeats 0): the timing tables only"
     return "no world size has both Horovod and DDP runs to compare speed"
 
 
