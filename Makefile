@@ -3,6 +3,10 @@
 # Open MPI, Slurm, torch, the patched Horovod build, the project); `make setup` runs it unconditionally.
 PY ?= .venv/bin/python
 OUT ?= results/latest
+# Optional extras for the set-up: `make setup EXTRAS=ray,spark` (Ray Train, pyspark: compare migrate of Horovod
+# jobs run through Ray or Spark, and their tests, which skip without them).
+EXTRAS ?=
+export EXTRAS
 
 .PHONY: setup ensure-setup compare test test-fast test-campaign lint clean docker-test
 

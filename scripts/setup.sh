@@ -12,6 +12,8 @@
 #   VENV            virtual environment path (default .venv)
 #   PYTHON          interpreter used to create it (default python3)
 #   HOROVOD_GPU_OPERATIONS=NCCL  build Horovod with NCCL on a CUDA machine
+#   EXTRAS          optional extras of the project, comma-separated: ray (Ray Train), spark (pyspark; needs
+#                   Java 17 or 21), for `compare migrate` of Horovod jobs run through Ray or Spark
 #
 #   scripts/setup.sh --if-stale   do nothing when the stamp ($VENV/.setup-stamp) matches: the same torch and
 #                                 Horovod versions, patch level and set-up files (make compare/test use this)
@@ -22,11 +24,16 @@ HOROVOD_VERSION=${HOROVOD_VERSION:-0.28.1}
 HVD_CACHE=${HVD_CACHE:-$HOME/.cache/hvd-compare/wheels}
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
+EXTRAS=${EXTRAS:-}
+case ",$EXTRAS," in *[!a-z,]*) echo "EXTRAS must be a comma-separated list of ray, spark; got '$EXTRAS'" >&2; exit 2;; esac
+for extra in ${EXTRAS//,/ }; do
+    case $extra in ray|spark) ;; *) echo "EXTRAS: unknown extra '$extra' (ray, spark)" >&2; exit 2;; esac
+done
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 # What the set-up depends on: versions, the patch level and the files that drive it.
-stamp_key="torch=$TORCH_VERSION horovod=$HOROVOD_VERSION patches=$(bash scripts/patch-horovod.sh --level) \
+stamp_key="torch=$TORCH_VERSION horovod=$HOROVOD_VERSION extras=$EXTRAS patches=$(bash scripts/patch-horovod.sh --level) \
 files=$(cat scripts/setup.sh scripts/patch-horovod.sh pyproject.toml | sha256sum | cut -c1-16)"
 if [ "${1:-}" = --if-stale ]; then
     if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.setup-stamp" 2>/dev/null)" = "$stamp_key" ]; then
@@ -106,9 +113,15 @@ fi
 "${pip[@]}" --no-deps --force-reinstall "$wheel"
 "${pip[@]}" cloudpickle psutil pyyaml packaging cffi
 
-step "installing the project (editable, with test tools)"
+step "installing the project (editable, with test tools${EXTRAS:+ and $EXTRAS})"
 # mpi4py is compiled against the system Open MPI so that it and Horovod share one MPI library.
-"${pip[@]}" --no-binary mpi4py -e ".[dev]"
+"${pip[@]}" --no-binary mpi4py -e ".[dev${EXTRAS:+,$EXTRAS}]"
+if [[ ",$EXTRAS," == *,spark,* ]] && ! java -version >/dev/null 2>&1; then
+    step "installing Java 17 for pyspark"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
+fi
 
 step "checking the Horovod build"
 "$VENV/bin/horovodrun" --check-build

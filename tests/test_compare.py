@@ -19,7 +19,7 @@ def compare(*args: str, timeout: float = 600):
 def test_end_to_end_np2(tmp_path, horovod_built):
     out = tmp_path / "cmp"
     # One round: the rounds and their speed verdict are tests/test_speed.py's; here the records and outputs.
-    result = ok(compare("run", "--np", "2", "--seeds", "0,1", *SMALL, "--repeats", "1", "--out", str(out)))
+    result = ok(compare("run", "--np", "2", "--seeds", "0,1", *SMALL, "--repeats", "0", "--out", str(out)))
     assert "parity holds (" in result.stdout
     assert "compared: defaults vs defaults" in result.stdout
     assert "report:" in result.stdout
@@ -55,7 +55,7 @@ def test_tuned_against_tuned(tmp_path, horovod_built):
                                  "tuned_for": {"workload": "digits"}}))
     out = tmp_path / "cmp"
     result = ok(compare("run", "--np", "2", "--seeds", "0", *SMALL, "--reference", "off", "--tuned", str(tuned),
-                        "--repeats", "1", "--out", str(out)))
+                        "--repeats", "0", "--out", str(out)))
     assert "parity holds (" in result.stdout
     assert "compared: tuned vs tuned" in result.stdout
     assert "was tuned for workload digits (here mlp)" in result.stderr
@@ -76,7 +76,7 @@ def test_a_failed_run_is_reported_and_the_rest_analysed(tmp_path, horovod_built)
     # Rank 1 exits at step 5: np 1 has no rank 1 and finishes; both np 2 launches fail.
     out = tmp_path / "cmp"
     result = compare("run", "--np", "1,2", "--seeds", "0", *SMALL, "--fail-at-step", "5", "--fail-rank", "1",
-                     "--reference", "off", "--horovod-controller", "gloo", "--repeats", "1", "--out", str(out))
+                     "--reference", "off", "--horovod-controller", "gloo", "--repeats", "0", "--out", str(out))
     assert result.returncode == 3, result.stderr[-2000:]
     assert "FAILED horovod np2: exited" in result.stderr and "rank 1 failed first" in result.stderr
     assert "FAILED ddp np2: exited" in result.stderr

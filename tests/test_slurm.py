@@ -22,7 +22,7 @@ from helpers import ROOT, launch_env, read_losses, read_meta
 from slurm_cluster import SlurmCluster, unavailable
 
 JOB = ["--np", "2", "--workload", "mlp", "--steps", "8", "--seeds", "0", "--log-every", "1", "--reference", "off",
-       "--repeats", "1"]
+       "--repeats", "0"]
 
 
 def need(reason: str | None) -> None:
@@ -68,7 +68,7 @@ def cluster(tmp_path_factory):
         made.over_time = subprocess.Popen(
             compare_command(made.over_time_out, "--scheduler", "slurm", "--frameworks", "horovod", "--np", "1",
                             "--steps", "6", "--seeds", "0", "--log-every", "1", "--reference", "off", "--repeats",
-                            "1", "--time", "1", "--fail-at-step", "2", "--fail-mode", "hang"),
+                            "0", "--time", "1", "--fail-at-step", "2", "--fail-mode", "hang"),
             cwd=ROOT, env=made.env(launch_env()), stdout=(root / "over-time.log").open("w"), stderr=subprocess.STDOUT,
             text=True, start_new_session=True, preexec_fn=answer_ctrl_c)
         try:

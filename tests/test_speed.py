@@ -215,8 +215,10 @@ def test_the_tradeoffs_inputs_are_read_beside_the_comparison(tmp_path, monkeypat
 # ---- through the real launchers ---------------------------------------------------------------------------
 
 def compare_run(out: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """The older design (--timed-seconds 0: round 1 is a speed round, every launch trains --steps 20), whose
+    rounds are quick; tests/test_timed_windows.py runs the timed windows through the launchers."""
     return run([sys.executable, "-m", "compare", "run", "--seeds", "0", "--steps", "20", "--reference", "off",
-                "--repeats", "3", "--out", str(out), *args], timeout=timeout)
+                "--repeats", "3", "--timed-seconds", "0", "--out", str(out), *args], timeout=timeout)
 
 
 def report_of(out: Path) -> dict:
@@ -334,7 +336,7 @@ def test_model_size_sweep(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_and_repeats_refuse_bad_input(tmp_path):
-    for args, message in ((["--repeats", "0"], "--repeats must be a positive integer"),
+    for args, message in ((["--repeats", "-1"], "--repeats must be 0 or more"),
                           (["--sweep-model-size", "--workload", "digits"], "sweeps the mlp workload"),
                           (["--sweep-model-size", "--np", "1"], "at least 2"),
                           (["--hidden", "64", "--workload", "digits"], "--hidden applies to the mlp workload")):
@@ -365,7 +367,8 @@ def test_precision_rounds_through_the_launchers(tmp_path):
     out = tmp_path / "precision"
     budget, precision = 400, 0.80
     result = run([sys.executable, "-m", "compare", "run", "--np", "1", "--seeds", "0", "--steps", "30",
-                  "--reference", "off", "--precision", f"{precision:.0%}", "--time-budget", str(budget),
+                  "--reference", "off", "--timed-seconds", "0", "--precision", f"{precision:.0%}",
+                  "--time-budget", str(budget),
                   "--step-delay-ms", "10", "--step-delay-for", "horovod", "--out", str(out)], timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     design = json.loads((out / "runs" / SEQUENTIAL_RECORD).read_text())

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT, run
+from workload.files import write_json_atomic
 
 RUNS = int(os.environ.get("CAMPAIGN_RUNS", "20"))
 PLANTED = 0.10  # the slowdown planted in the twin, as a fraction of the measured step time
@@ -45,6 +46,7 @@ def aa_comparison(out: Path, *args: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.campaign
+@pytest.mark.timeout(RUNS * 600)  # two comparisons of about 2 minutes each per run
 def test_aa_holds_one_and_a_planted_slowdown_is_named(tmp_path):
     results: dict[str, list[dict]] = {"aa": [], "planted": []}
     for index in range(RUNS):
@@ -57,7 +59,7 @@ def test_aa_holds_one_and_a_planted_slowdown_is_named(tmp_path):
         print(f"{index + 1}/{RUNS}: A/A {aa['ratio']:.3f} {aa['ci']} {aa['outcome']}; planted {delay_ms:.3f} ms: "
               f"{planted['ratio']:.3f} {planted['ci']} {planted['outcome']}", flush=True)
         RECORD.parent.mkdir(parents=True, exist_ok=True)
-        RECORD.write_text(json.dumps(results, indent=2) + "\n")
+        write_json_atomic(RECORD, results)
     holds = sum(r["holds_one"] for r in results["aa"])
     named = sum(r["slower"] == "twin" for r in results["planted"])
     print(f"A/A holds 1 in {holds}/{RUNS}; the planted {PLANTED:.0%} slowdown named in {named}/{RUNS}")
