@@ -217,25 +217,30 @@ class _Rounds:
     """compare run's Runner for more_rounds, with simulated launches: each writes the run record and the
     contention record of its round's draw, and one round takes one second of a fake clock."""
 
-    def __init__(self, runs: Path, times: np.ndarray, others: np.ndarray, clock: list[float]):
+    def __init__(self, runs: Path, times: np.ndarray, others: np.ndarray, clock: list[float], timed: bool = False):
         self.runs, self.times, self.others, self.clock = runs, times, others, clock
         self.count, self.reporter, self.rounds = 0, types.SimpleNamespace(total=0), []
+        self.offset = 1 if timed else 0  # timed windows: round 1 is the parity launch, round R the R-1th draw
 
     def write(self, framework: str, number: int) -> None:
         side = SIDES.index(framework)
+        draw = number - 1 - self.offset
+        parity = draw < 0  # a parity launch: Horovod 3x slower, which must not count
         directory = self.runs / f"{framework}-np2-round{number}"
         directory.mkdir(parents=True)
         order = 0 if (side == 0) == (number % 2 == 1) else 1
         (directory / CONTENTION_RECORD).write_text(json.dumps({
             "wall_s": 10.0, "ranks": 2, "threads_per_rank": 1, "available_cores": 2, "own_cpu_s": 19.0,
-            "others_cores": float(self.others[number - 1, side]), "steal_fraction": 0.0, "top_others": [],
-            "started_unix": 1000.0 + 20 * number + 10 * order}))
+            "others_cores": 0.0 if parity else float(self.others[draw, side]), "steal_fraction": 0.0,
+            "top_others": [], "started_unix": 1000.0 + 20 * number + 10 * order}))
+        window = 2.0 if self.offset and not parity else None
         meta = {"schema_version": SCHEMA_VERSION, "framework": framework, "world_size": 2, "seed": 0,
-                "status": "ok", "options": {"round": number}}
+                "status": "ok", "options": {"round": number, "window_seconds": window}}
         (directory / RUN_JSON).write_text(json.dumps(meta))
+        times = self.times[0, side] * (3.0 if side == 0 else 1.0) if parity else self.times[draw, side]
         (directory / METRICS).write_text("".join(
             json.dumps({"kind": "step", "step": i + 1, "loss": 1.0, "step_time_s": float(t)}) + "\n"
-            for i, t in enumerate(self.times[number - 1, side])))
+            for i, t in enumerate(times)))
 
     def run(self, batch, planned) -> bool:
         numbers = sorted({launch.options.round for launch in batch})
@@ -252,12 +257,15 @@ class _Scheduler:
         return types.SimpleNamespace(framework=framework, world_size=world_size, options=options, run_root=run_root)
 
 
-def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch):
+@pytest.mark.parametrize("timed", [False, True], ids=["own steps", "timed windows"])
+def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed):
     """compare run's own loop (more_rounds: --repeats rounds, then pairs, a look after each, stop at +-P% or at
     the budget) on simulated launches stops where the simulated rule does, with the same interval, and names
     a side exactly when that anytime-valid interval excludes 1: so the claims for PRECISION's rule (its
     coverage and error rates above) are claims for the loop. Some trials reach the precision, some spend the
-    budget; some name DDP (the faster side), some do not."""
+    budget; some name DDP (the faster side), some do not. With timed windows (the default) round 1 is the
+    parity launch, not a speed round: the loop counts the speed rounds after it, and the parity launch's
+    times (Horovod 3x slower here) never enter the interval."""
     budget, precision, trials = 30, 0.20, 10
     assert PRECISION.first_look == run_command.DEFAULT_ROUNDS  # the simulated looks are the loop's
     times, others = draw_run(np.random.default_rng(6), MEASURED, trials, budget, slower=1.25)
@@ -270,16 +278,17 @@ def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch):
         root = tmp_path / str(trial)
         ns = build_parser(["run"]).parse_args(["run", "--np", "2", "--seeds", "0", "--reference", "off",
                                                "--network", "host", "--precision", f"{precision:.0%}",
-                                               "--time-budget", str(budget), "--out", str(root)])
-        plan = replace(run_command.plan(ns), scheduler=_Scheduler())
+                                               "--time-budget", str(budget + timed), "--out", str(root),
+                                               "--timed-seconds", "2" if timed else "0"])
+        plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={2: 100} if timed else None)
         design = run_command.start_design(plan)
-        rounds = _Rounds(root / "runs", times[trial], others[trial], clock)
+        rounds = _Rounds(root / "runs", times[trial], others[trial], clock, timed)
         for framework in SIDES:
             rounds.write(framework, 1)  # round 1, as run_suite launches it before the loop
         clock[0] = 1.0  # round 1 took a second, as every round will
         run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, 1.0, True)
         recorded = json.loads((root / "runs" / SEQUENTIAL_RECORD).read_text())
-        assert recorded["rounds"] == int(out["rounds"][trial]) == 1 + len(rounds.rounds), (trial, recorded)
+        assert recorded["rounds"] == int(out["rounds"][trial]) == 1 - timed + len(rounds.rounds), (trial, recorded)
         assert recorded["stopped"] == ("precision" if out["reached"][trial] else "budget"), (trial, recorded)
         speed = compare_speed(2, run_command.find_runs(root / "runs"), warmup=MEASURED.warmup, design=recorded)
         assert speed["n_rounds"] == recorded["rounds"] and speed["sequential"]["reached"] == bool(out["reached"][trial])
