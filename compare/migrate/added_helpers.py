@@ -91,5 +91,19 @@ def run_spawned(fn, args=(), kwargs=None, np=1):
         torch.multiprocessing.spawn(_spawned_worker, args=(fn, np, port, args, kwargs or {}, results), nprocs=np)
         return [results[rank] for rank in range(np)]
 ''',
+    "train_loop_calling": '''
+def train_loop_calling(fn):
+    """RayExecutor.run(fn, args, kwargs): TorchTrainer's loop takes one config dict, so this loop calls fn with
+    config["args"] and config["kwargs"] on every worker and reports what it returns (rank 0's report is the
+    Result's metrics, under "return")."""
+    def train_loop_per_worker(config):
+        value = fn(*config["args"], **config["kwargs"])
+        # The Result's metrics are those reported with a checkpoint: rank 0 reports an empty one.
+        with tempfile.TemporaryDirectory() as empty:
+            rank_0 = ray.train.get_context().get_world_rank() == 0
+            ray.train.report({"return": value}, checkpoint=ray.train.Checkpoint.from_directory(empty) if rank_0
+                             else None)
+    return train_loop_per_worker
+''',
 }
-HELPER_IMPORTS = {"run_spawned": ("os", "socket")}
+HELPER_IMPORTS = {"run_spawned": ("os", "socket"), "train_loop_calling": ("ray.train", "tempfile")}

@@ -11,9 +11,11 @@ from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON
 from compare.migrate.syntax import argument, is_lightning_module, keyword_args, receiver_of
 from compare.migrate.uses_accumulation import AccumulationUses
 from compare.migrate.uses_lightning import LightningUses
+from compare.migrate.uses_ray import RayUses
+from compare.migrate.uses_spark import SparkUses, is_spark_front_end
 
 
-class HorovodUses(LightningUses, AccumulationUses):
+class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
     """Pass 1: where Horovod is used, and what each use becomes. The visits of the imports and of every
     Horovod name and call are here; Lightning's Trainer and gradient accumulation are the parts it is made of."""
 
@@ -28,6 +30,10 @@ class HorovodUses(LightningUses, AccumulationUses):
             elif name == "horovod":
                 self.horovod.add(bound)
                 self.hvd_imports.append(node)
+            elif self.record_ray_import(node, name or ""):
+                pass  # horovod.ray, ray.train.horovod: uses_ray.py
+            elif is_spark_front_end(name):
+                self.record_spark_import(node, name, bound)  # horovod.spark, sparkdl: uses_spark.py
             elif name and name.startswith("horovod"):
                 self.hvd_imports.append(node)
                 self.flag(node, "unrecognised", f"import of {name}: only horovod.torch is migrated")
@@ -41,6 +47,11 @@ class HorovodUses(LightningUses, AccumulationUses):
         module = get_full_name_for_node(node.module) if node.module else ""
         if is_lightning_module(module):
             self.record_lightning_import(node, module)
+            return
+        if self.record_ray_import(node, module):
+            return  # horovod.ray, ray.train.horovod: uses_ray.py
+        if is_spark_front_end(module):
+            self.record_spark_import_from(node, module)  # horovod.spark, sparkdl: uses_spark.py
             return
         if not module or not module.startswith("horovod"):
             return

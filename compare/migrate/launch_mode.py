@@ -2,12 +2,17 @@
 ("api"). Horovod's own examples call horovod.run only when an argument asks for it (`if args.num_proc:
 horovod.run(main, np=args.num_proc) else: main(args)`), so a script that contains horovod.run is a horovodrun
 script unless the arguments given select horovod.run. Read from the script's syntax tree and its arguments.
+A job that Ray starts (horovod.ray's RayExecutor, Ray Train's HorovodTrainer) is "api" too: its driver starts
+a local Ray and the workers.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 from dataclasses import dataclass
+
+from compare.migrate.spark_launch import SparkMissing, spark_launch
 
 MODES = ("auto", "cli", "api")
 
@@ -16,7 +21,9 @@ MODES = ("auto", "cli", "api")
 class LaunchMode:
     mode: str       # "cli" (horovodrun / torchrun) or "api" (the script starts its workers)
     why: str        # for the screen: how it was decided
-    option: str | None = None  # the option that selects horovod.run, when there is one
+    option: str | None = None  # the option that selects horovod.run (or sets Ray's workers), when there is one
+    sides: tuple[str, str] | None = None  # what starts each side's workers, when it is not horovod.run / spawn
+    original_prefix: tuple[str, ...] = ()  # put before the original script in its command (a front-end's stand-in)
 
 
 class Undecided(Exception):
@@ -74,15 +81,65 @@ def _condition(test: ast.expr) -> tuple[str, bool] | None:
     return None
 
 
+RAY_SIDES = {
+    "RayExecutor": ("python (Horovod's RayExecutor on a local Ray)",
+                    "python (Ray Train's TorchTrainer on a local Ray)"),
+    "HorovodTrainer": ("python (Ray Train's HorovodTrainer, Train V1: RAY_TRAIN_V2_ENABLED=0, on a local Ray)",
+                       "python (Ray Train's TorchTrainer on a local Ray)"),
+}
+
+
+# HorovodTrainer exists only on Ray Train V1: the original runs as `python -c TRAIN_V1 SCRIPT ARGS...`, with V1
+# chosen before Ray is imported (its workers inherit the driver's environment).
+TRAIN_V1 = ("import os, runpy, sys; os.environ['RAY_TRAIN_V2_ENABLED'] = '0'; sys.argv = sys.argv[1:]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def _ray_mode(tree: ast.Module) -> LaunchMode | None:
+    """A job that Ray starts (horovod.ray's RayExecutor, Ray Train's HorovodTrainer) runs as plain python on both
+    sides: the driver starts a local Ray and its workers. The option behind num_workers=args.X, if any, is named."""
+    fronts = ("horovod.ray", "ray.train.horovod")
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module in fronts for alias in node.names}
+    if any(isinstance(node, ast.Import) and any(alias.name in fronts for alias in node.names)
+           for node in ast.walk(tree)):  # `import horovod.ray`, then horovod.ray.RayExecutor(...)
+        imported |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    front = next((name for name in RAY_SIDES if name in imported), None)
+    if front is None:
+        return None
+    if importlib.util.find_spec("ray") is None:
+        raise Undecided("--verify of a job that Ray starts needs Ray Train here: pip install 'ray[train]' "
+                        "(the project's ray extra)")
+    workers = [kw.value.attr for node in ast.walk(tree) if isinstance(node, ast.Call) for kw in node.keywords
+               if kw.arg == "num_workers" and isinstance(kw.value, ast.Attribute)]
+    flags = [flag for dest in workers for flag in _options(tree).get(dest, [])]
+    return LaunchMode("api", f"the script starts its workers through Ray ({front}): plain python on both sides, "
+                             "each starting a local Ray", flags[0] if flags else None, RAY_SIDES[front],
+                      ("-c", TRAIN_V1) if front == "HorovodTrainer" else ())
+
+
 def decide(source: str, script_args: list[str], requested: str = "auto") -> LaunchMode:
     """The launch mode for these arguments. Raises Undecided where only --launch-mode can tell."""
+    try:  # a job that Spark starts runs as `python SCRIPT` on both sides (compare/migrate/spark_launch.py)
+        spark = spark_launch(ast.parse(source))
+    except SparkMissing as exc:
+        raise Undecided(str(exc)) from None
+    if spark is not None:
+        if requested == "cli":
+            raise Undecided(f"the script starts its job through {spark.front_end}, not under horovodrun: leave "
+                            "--launch-mode at auto")
+        return LaunchMode("api", spark.why, sides=spark.sides, original_prefix=spark.original_prefix)
     if requested != "auto":
         try:
-            option = decide(source, script_args).option
+            found = decide(source, script_args)
         except Undecided:
-            option = None
-        return LaunchMode(requested, f"--launch-mode {requested}", option)
+            found = LaunchMode(requested, "")
+        return LaunchMode(requested, f"--launch-mode {requested}", found.option,
+                          found.sides if requested == found.mode else None)
     tree = ast.parse(source)
+    ray = _ray_mode(tree)
+    if ray is not None:
+        return ray
     horovod = _horovod_names(tree)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     runs = [node for node in ast.walk(tree) if _is_horovod_run(node, horovod)]

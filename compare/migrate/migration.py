@@ -34,3 +34,4 @@ class Migration:
     flags: list[Flag]
     has_sync_batchnorm: bool = False
     lightning: bool = False  # a Horovod-driven Lightning Trainer: the original cannot run under Lightning 2
+    front_end: str | None = None  # what starts the workers instead of torchrun ("Ray Train's TorchTrainer")

@@ -62,7 +62,8 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
     changes = place_changes(migration)
     flags = migration.flags
     lines = [f"# Migration report: `{source_name}` -> `{output_name}`", "",
-             f"Horovod (horovod.torch) to torch.distributed + DistributedDataParallel, for torchrun. "
+             f"Horovod (horovod.torch) to torch.distributed + DistributedDataParallel, for "
+             f"{migration.front_end or 'torchrun'}. "
              f"{len(changes)} change(s); {len(flags)} place(s) need a person.", ""]
     if migration.has_sync_batchnorm:
         lines += ["Runs on CPU: **no** (SyncBatchNorm needs GPUs on both sides).", ""]
@@ -86,6 +87,9 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
     check = (f"The original's Trainer ran on Horovod's Lightning accelerator, which Lightning 2 no longer has, so "
              f"`--verify` cannot run it: run `{output_name}` under torchrun and compare its losses with a record of "
              "the original's past runs (`python -m compare import`, then `compare check`)." if migration.lightning
+             else f"`python -m compare migrate {source_name} --verify` runs the original through its own front-end "
+             f"and the result through {migration.front_end} (np 2, CPU), as plain python, and compares rank 0's "
+             "losses with `python -m compare check`. See docs/migration.md." if migration.front_end
              else f"`python -m compare migrate {source_name} --verify` runs the original as its users launch it "
              "(horovodrun, or horovod.run when its arguments say so) and the result under torchrun (np 2, CPU), and "
              "compares rank 0's losses with `python -m compare check`. See docs/migration.md.")

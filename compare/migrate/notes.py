@@ -159,3 +159,131 @@ LIGHTNING_HOROVOD_STRING = (
     "accelerator or strategy (e.g. through a dict of Trainer arguments), use 'ddp' as in the Trainer above.")
 LIGHTNING_WRAPS = ("In a Lightning script the strategy wraps the model in DDP and averages the gradients: "
                    "remove this Horovod wrapping/broadcast by hand (Lightning broadcasts rank 0's weights itself).")
+
+# Ray: horovod.ray's RayExecutor, Ray Train's HorovodTrainer -> Ray Train's TorchTrainer
+RAY_RUN = (
+    "RayExecutor.run(fn, args, kwargs) -> TorchTrainer(...).fit(): Ray Train starts the workers, makes the torch "
+    "process group (TorchConfig's backend: gloo on CPU, nccl with use_gpu) and runs the loop on each. Its loop "
+    "takes one config argument, so the added train_loop_calling(fn) calls fn(*config['args'], **config['kwargs']) "
+    "and reports what it returns with ray.train.report. run() returned a list, every worker's value; fit() "
+    "returns one ray.train.Result, whose .metrics are rank 0's last report (fn's value under 'return').")
+RAY_RESULT = ("run()'s list held each worker's value, rank 0's first; fit()'s Result holds rank 0's report: "
+              "results.metrics['return'] is what rank 0's fn returned.")
+RAY_EXECUTOR = ("Removed: the executor's workers and resources are TorchTrainer's ScalingConfig (num_workers, "
+                "use_gpu, resources_per_worker={'CPU': cpus_per_worker, 'GPU': gpus_per_worker}), given where run() "
+                "was.")
+RAY_EXECUTOR_DROPPED = ("settings (Horovod's rendezvous and ssh settings) and use_current_placement_group have no "
+                        "TorchTrainer counterpart: Ray Train places its workers in a placement group of its own.")
+RAY_SETTINGS = "Removed: Horovod's rendezvous settings; TorchTrainer needs none (TorchConfig has the group's timeout)."
+RAY_START = "Removed: TorchTrainer.fit() starts its workers itself."
+RAY_SHUTDOWN = "Removed: TorchTrainer.fit() stops its workers when the loop returns."
+RAY_INIT = ("Removed, not dist.init_process_group(): Ray Train makes the process group on every worker before the "
+            "training function runs (a second one would raise), and destroys it after.")
+RAY_HVD_SHUTDOWN = "Removed: Ray Train owns the process group (see hvd.init() above)."
+RAY_RANK = ("From Ray Train's context (ray.train.get_context()): the same numbers as Horovod's on Ray's workers; "
+            "the process group is Ray Train's, so dist.get_rank() would give them too.")
+RAY_WRAP = ("ray.train.torch.prepare_model moves the model to the worker's device and wraps it in "
+            "DistributedDataParallel (when there is more than one worker), where Horovod's state was in place: DDP "
+            "broadcasts rank 0's parameters and buffers and averages the gradients in every backward().")
+RAY_MODULE_STATE = ("prepare_model wraps only when there is more than one worker: the inner module's state_dict, "
+                    "when there is one, keeps the plain keys the Horovod script wrote.")
+RAY_TRAINER = ("Ray Train's HorovodTrainer (deprecated, and raising as soon as it is built on Train V2) -> "
+               "TorchTrainer: the same arguments but horovod_config, which becomes torch_config. The training "
+               "function gets the same config, context and reporting; on Train V2 the Result's metrics are those "
+               "of the last report made with a checkpoint (None without one).")
+RAY_TORCH_CONFIG = ("horovod_config -> torch_config=TorchConfig(): the backend follows the ScalingConfig (gloo on "
+                    "CPU, nccl with use_gpu). HorovodConfig's own settings (nics, ssh, key, the rendezvous "
+                    "timeout_s) have no torch counterpart and are dropped; TorchConfig(timeout_s=...) is the "
+                    "collectives' timeout (1800 s).")
+RAY_IMPORT = "The front-end's import: TorchTrainer, TorchConfig and ScalingConfig are imported where they are used."
+# needs a person (Ray)
+RAY_ELASTIC = (
+    "Elastic Horovod on Ray (ElasticRayExecutor, min_workers/max_workers, hvd.elastic.run, TorchState, "
+    "state.commit()) has no TorchTrainer counterpart that resizes a running job: save a checkpoint with "
+    "ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(...)), resume from "
+    "ray.train.get_checkpoint() at the start of the training function, and give TorchTrainer "
+    "run_config=ray.train.RunConfig(failure_config=ray.train.FailureConfig(max_failures=N)) with a fixed "
+    "ScalingConfig(num_workers=...); Ray restarts the failed group from the last checkpoint.")
+RAY_NUM_HOSTS = ("RayExecutor(num_hosts=, num_workers_per_host=): TorchTrainer has no per-host layout; give "
+                 "ScalingConfig(num_workers=hosts x workers per host) (placement_strategy='PACK', the default, "
+                 "keeps them together) by hand.")
+RAY_EXECUTOR_SHAPE = ("RayExecutor(...) other than as `executor = RayExecutor(settings, num_workers=..., ...)`: "
+                      "rewrite it as TorchTrainer(..., scaling_config=ScalingConfig(...)).fit() by hand.")
+RAY_EXECUTOR_SCOPE = ("The executor is used in another function than the one that makes it (or before it): "
+                      "rewrite it as TorchTrainer(...).fit() where run() is, by hand.")
+RAY_EXECUTOR_METHOD = ("An executor method with no TorchTrainer counterpart (execute, run_remote, execute_single, "
+                       "run(callbacks=...), start(...) with arguments): rewrite it by hand; per-worker environment "
+                       "goes in ray.init(runtime_env={'env_vars': ...}), values for the driver in ray.train.report.")
+RAY_HOROVOD_CONFIG_VALUE = ("horovod_config= other than HorovodConfig(...): give torch_config=TorchConfig() (and "
+                            "drop the HorovodConfig) by hand.")
+RAY_TRAINER_UNKNOWN = "HorovodTrainer with arguments TorchTrainer does not take: rewrite it by hand."
+RAY_HOROVOD_ENVIRONMENT = ("Horovod's environment variable: Ray Train sets none of HOROVOD_*; use "
+                           "ray.train.get_context() (get_world_rank(), get_world_size(), get_local_rank()...).")
+
+# Spark: horovod.spark.run, Databricks' sparkdl.HorovodRunner -> pyspark.ml.torch.distributor.TorchDistributor
+SPARK_RUN = (
+    "horovod.spark.run(fn, args, kwargs, num_proc=N) -> TorchDistributor(num_processes=N, local_mode=False, "
+    "use_gpu=...).run(fn, *args, **kwargs): N processes in Spark barrier tasks on the executors, as horovod.spark.run "
+    "ran its N Horovod workers in N Spark tasks. Each task starts torchrun, which sets RANK, WORLD_SIZE and "
+    "MASTER_ADDR/PORT for the function's init_process_group(); fn is pickled with cloudpickle, as Horovod pickled it. "
+    "The output of every process is streamed to the driver.")
+SPARK_RUN_RESULT = ("horovod.spark.run returned a list, every rank's return value (rank 0's first); "
+                    "TorchDistributor.run returns rank 0's alone: the [0] goes.")
+SPARK_RUN_RESULT_NAME = ("The result is now rank 0's return value, not the list of every rank's "
+                         "(TorchDistributor.run returns rank 0's alone): its uses other than [0] see rank 0's value.")
+SPARK_NUM_PROC_DEFAULT = ("No num_proc: horovod.spark.run took spark.sparkContext.defaultParallelism (the task slots); "
+                          "TorchDistributor's default is 1, so that number is given.")
+SPARK_DROPPED = ("use_gloo / use_mpi / verbose chose Horovod's controller and its log level: TorchDistributor's "
+                 "torchrun needs neither (the function's init_process_group() chooses the backend).")
+SPARK_GPU_OFF = ("use_gpu=False: the training function never uses CUDA. (TorchDistributor's default, use_gpu=True, "
+                 "needs GPUs configured in Spark; with False each process sees no GPU: CUDA_VISIBLE_DEVICES is "
+                 "emptied.)")
+SPARK_GPU_ON = ("use_gpu=True: the training function uses CUDA. TorchDistributor gives each process its own GPU "
+                "(CUDA_VISIBLE_DEVICES); it needs spark.task.resource.gpu.amount (on the workers) or "
+                "spark.driver.resource.gpu.amount (local_mode) set, as GPU clusters set them.")
+HOROVOD_RUNNER = (
+    "HorovodRunner(np=N) -> TorchDistributor(num_processes=|N|, local_mode=N < 0, use_gpu=...): np < 0 ran -np "
+    "processes on the driver (local_mode=True), np > 0 ran np Spark tasks on the workers (local_mode=False). "
+    ".run(main, **kwargs) is called the same way; inside main, torchrun's variables serve init_process_group().")
+SPARK_LOCAL_RESULT = (
+    "What run() returns: HorovodRunner gave rank 0's return value; TorchDistributor with local_mode=True (and with "
+    "more than one process per Spark task) has every process write its value to the same file, so the driver gets "
+    "the value of whichever finished last (pyspark 4.3). Where the driver uses it, return the same value on every "
+    "rank: weights (the same on every rank after DDP's averaging), or rank 0's value sent to all with "
+    "dist.broadcast_object_list before the function destroys its process group.")
+HOROVOD_RUNNER_EXPRESSION = (
+    "np is an expression: num_processes=abs(np), local_mode=np < 0 read it as HorovodRunner did. np == 0 (every "
+    "task slot of the cluster) has no counterpart: TorchDistributor raises (num_processes must be positive).")
+RUNNER_VERBOSITY = ("driver_log_verbosity dropped: TorchDistributor streams every process's output to the driver "
+                    "(local_mode: its stdout; on the workers: the driver's stderr).")
+SPARK_IMPORT = ("TorchDistributor (pyspark.ml.torch.distributor, Spark 3.4+) replaces Horovod's Spark runner "
+                "(horovod.spark.run) and Databricks' HorovodRunner (sparkdl, not in Databricks Runtime ML since 16.0).")
+SPARK_IMPORT_REMOVED = "The front-end's import: TorchDistributor is imported where the first one was."
+# needs a person (Spark)
+SPARK_ESTIMATOR = (
+    "horovod.spark's estimator API (TorchEstimator, KerasEstimator, LightningEstimator, their Store and backend) has "
+    "no TorchDistributor counterpart. Write the estimator's training out as a function: dist.init_process_group(); "
+    "this rank's shard of the data (write the DataFrame to Parquet on shared storage, df.write.parquet(path), and "
+    "read it in the function with a DistributedSampler over it); the model wrapped in DDP, the optimizer, loss, "
+    "epochs, batch size and validation split the estimator was given; checkpoints to a shared path instead of the "
+    "Store; rank 0's state_dict returned. Run it with TorchDistributor(num_processes=N, local_mode=False, "
+    "use_gpu=...).run(fn, ...), load the returned state_dict into the model on the driver, and predict with a "
+    "pandas UDF (mapInPandas) instead of the estimator model's transform().")
+SPARK_ELASTIC = ("horovod.spark.run_elastic: TorchDistributor has no elastic mode (its barrier stage runs all its "
+                 "tasks or none): checkpoint in the training function, resume from the last checkpoint when the job "
+                 "is rerun, and run it with TorchDistributor(num_processes=N, local_mode=False).run(fn).")
+SPARK_OPTION = "horovod.spark.run({option}=...) has no TorchDistributor counterpart: {what}."
+SPARK_RESULT_LIST = ("TorchDistributor.run returns rank 0's value alone, where horovod.spark.run returned every "
+                     "rank's: gather what the other ranks computed on rank 0 (dist.all_gather_object inside the "
+                     "function) and return it from there.")
+RUNNER_NP_ZERO = ("HorovodRunner(np=0) took every task slot of the cluster; TorchDistributor needs the number: "
+                  "TorchDistributor(num_processes=<the slots>, local_mode=False, use_gpu=...).")
+RUNNER_SHAPE = ("HorovodRunner used other than as HorovodRunner(np=...) and its .run(main, **kwargs), or np is an "
+                "expression that cannot be read twice: write TorchDistributor(num_processes=..., local_mode=..., "
+                "use_gpu=...).run(main, **kwargs) by hand.")
+SPARK_RUN_SHAPE = ("horovod.spark.run used other than as a call (or without the training function): write "
+                   "TorchDistributor(num_processes=N, local_mode=False, use_gpu=...).run(fn, *args, **kwargs) by hand.")
+SPARK_UNRECOGNISED = ("Not migrated (only horovod.spark.run and sparkdl.HorovodRunner are): use TorchDistributor "
+                      "(docs/migration.md, \"Spark and Databricks\").")
+RAY_HOROVOD_IMPORT = ("horovod.torch is gone: Ray Train makes the process group and prepare_model wraps the model; "
+                      "torch.distributed is imported only where a collective needs it.")

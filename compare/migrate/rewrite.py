@@ -8,11 +8,15 @@ comments, blank lines) is the original's. What has no equivalent stays in place 
 Pass 1 is a LibCST visitor, pass 2 a transformer, each made of a class per concern, in compare/migrate/:
     horovod_uses.py          pass 1: the imports, every hvd. name and call, the flags of what needs a person
     uses_lightning.py        pass 1: a Lightning Trainer Horovod drove
+    uses_ray.py              pass 1: a job Ray starts (horovod.ray's RayExecutor, Ray Train's HorovodTrainer)
+    uses_spark.py            pass 1: a job Spark starts (horovod.spark.run, Databricks' sparkdl.HorovodRunner)
     uses_accumulation.py     pass 1: backward_passes_per_step, which backward() syncs
     uses_base.py             pass 1: its records and lookups
     horovod_to_ddp.py        pass 2: the imports
     to_ddp_expressions.py    pass 2: calls and names (hvd.rank(), the collectives, DistributedOptimizer(...))
     to_ddp_statements.py     pass 2: statements replaced whole, the loops, the blocks (and the helpers added)
+    to_ddp_ray.py            pass 2: Ray's front-ends -> TorchTrainer, and a Ray worker's rank and wrap
+    to_ddp_spark.py          pass 2: Spark's front-ends -> TorchDistributor, and their imports
     to_ddp_base.py           pass 2: the plan it applies, and what it changed, adds and imports
     horovod_api.py, added_helpers.py, syntax.py, migration.py: the Horovod names, the helpers' code, node
     helpers, and what a migration gives back
@@ -53,7 +57,8 @@ def migrate_source(source: str) -> Migration:
     uses = HorovodUses(wrapper)
     wrapper.module.visit(uses)
     uses.plan_lightning()
-    if not uses.hvd and not uses.horovod and not uses.hvd_imports and not uses.lightning:
+    uses.plan_ray()
+    if not uses.hvd and not uses.horovod and not uses.hvd_imports and not uses.lightning and not uses.spark_imports:
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
     uses.flag_elastic_commits()
@@ -77,4 +82,6 @@ def migrate_source(source: str) -> Migration:
     changes = sorted(transformer.changes, key=lambda c: c.line)
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(uses.flags, key=lambda f: f.line),
                      has_sync_batchnorm=uses.has_sync_batchnorm,
-                     lightning=uses.lightning)
+                     lightning=uses.lightning,
+                     front_end="Ray Train's TorchTrainer" if uses.ray
+                     else "pyspark's TorchDistributor" if uses.distributor_plans else None)

@@ -1,10 +1,12 @@
 """--verify: the original and the result launched as their users launch them (np 2, CPU), then `compare check`.
 
 A horovodrun script runs under horovodrun and its migration under torchrun; a script that starts its own
-workers (horovod.run, decided from its arguments by compare/migrate/launch_mode.py) runs as plain `python`
-on both sides. Every Python process of both jobs prints through the rank tag (compare/migrate/rank_tag/):
-so rank 0's lines are known in every launch, and so is the world size each side really ran at, which must
-be the one asked for. Each side writes a run record into a directory of its own: the script's recorder
+workers (horovod.run, decided from its arguments by compare/migrate/launch_mode.py; a job that Ray starts,
+its migration through Ray Train's TorchTrainer) runs as plain `python` on both sides. Every Python process of
+both jobs prints through the rank tag (compare/migrate/rank_tag/): so rank 0's lines are known in every
+launch, and so is the world size each side really ran at, which must be the one asked for. (Ray's workers
+copy their tagged lines to files as well, read here after the launch: Ray streams them to the driver only
+while the driver lives.) Each side writes a run record into a directory of its own: the script's recorder
 reads it from RUN_DIR (or `{run_dir}` in the script arguments); a script without the recorder is judged on
 rank 0's printed loss lines (compare/loss_lines.py), turned into a run record here.
 
@@ -72,6 +74,14 @@ def rank_tag_module():
 _TAG_MODULE = rank_tag_module()
 FINISHED = re.compile(VERIFY_TAG + re.escape(_TAG_MODULE.FINISHED))
 STEP_TIMES_VARIABLE = _TAG_MODULE.STEP_TIMES_VARIABLE
+LINES_VARIABLE, WORKER_LINES = _TAG_MODULE.LINES_VARIABLE, "worker-lines"  # Ray workers' tagged lines, copied
+
+
+def worker_lines(directory: Path) -> str:
+    """The tagged lines Ray's workers copied (the rank tag's _tag_ray_workers): Ray streams them to the driver only
+    while it lives, so a short job's last lines may never reach its output."""
+    files = sorted(directory.glob("lines-*.txt")) if directory.is_dir() else []
+    return "".join(path.read_text(errors="replace") for path in files)
 
 
 def every_rank_finished(output: str) -> bool:
@@ -82,9 +92,10 @@ def every_rank_finished(output: str) -> bool:
 
 
 def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
-                    controller: str) -> dict[str, list[str]]:
-    """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/lines.py)."""
-    horovod, ddp = [str(original), *script_args], [str(migrated), *script_args]
+                    controller: str, original_prefix: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/lines.py).
+    `original_prefix`: put before the original script (a front-end's stand-in, compare/migrate/spark_launch.py)."""
+    horovod, ddp = [*original_prefix, str(original), *script_args], [str(migrated), *script_args]
     if mode == "api":  # the scripts start their own workers
         return {"horovod": [sys.executable, *horovod], "ddp": [sys.executable, *ddp]}
     return {"horovod": horovodrun(np, controller, [sys.executable, *horovod]), "ddp": torchrun(np, ddp)}
@@ -99,17 +110,24 @@ def run_side(name: str, command: list[str], run_dir: Path, timeout: float, scrip
     exit"). `np`: the ranks it starts, for the contention record's oversubscription test."""
     run_dir.mkdir(parents=True, exist_ok=True)
     clear_step_times(run_dir / STEP_TIMES_DIR)
+    for stale in (run_dir / WORKER_LINES).glob("lines-*.txt"):
+        stale.unlink()
     command = [word.replace("{run_dir}", str(run_dir)) for word in command]
     # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
     python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
                                                 os.environ.get("PYTHONPATH")]))
     env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path,
-           STEP_TIMES_VARIABLE: str(run_dir / STEP_TIMES_DIR)}
+           STEP_TIMES_VARIABLE: str(run_dir / STEP_TIMES_DIR), LINES_VARIABLE: str(run_dir / WORKER_LINES),
+           # A job that Spark starts: its Python workers run this interpreter too (not `python3` from PATH)
+           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
     # A script writes no run record: its ranks' own word that they finished (the rank tag's last line) stands in.
     launch = Launch(name, np, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
     outcome = run_launch(launch, timeout)
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
     output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
+    copied = worker_lines(run_dir / WORKER_LINES)  # the same lines again where they did reach the driver
+    if copied:
+        output = output.rstrip("\n") + "\n" + copied
     print(f"  {label or name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})",
           flush=True)
     if outcome.teardown_abort:
@@ -275,10 +293,11 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
            controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
            step_from: str = "log", speed_rounds: int = 0, warmup: int = 5,
            throughput_regex: str | None = None) -> int:
-    commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller)
+    commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller,
+                               original_prefix=mode.original_prefix)
     dirs = {name: out / name for name in commands}
-    launched = ("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api" else (
-        "horovodrun", "torchrun")
+    launched = mode.sides or (("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api"
+                              else ("horovodrun", "torchrun"))
     print(f"verify: {original.name} under {launched[0]} and {migrated.name} under {launched[1]}, np {np}",
           flush=True)
     print(f"  launch: {mode.why}", flush=True)

@@ -14,8 +14,9 @@ Where --verify asks for it (STEP_TIMES_VARIABLE names a directory), every optimi
 torch's global optimizer step hooks, with no change to the script: Horovod's DistributedOptimizer and a DDP
 script's plain optimizer both go through them. Horovod's step() wraps its base class's, and each wrapped
 step() fires the hooks, so only the outermost call of a thread counts. At exit each process that stepped
-writes the ends of its steps (time.perf_counter) to DIR/rank-R-PID.json; compare/migrate/step_times.py
-turns them into step times, the slowest rank's. The hooks are registered when the job itself imports
+writes the ends of its steps (time.perf_counter) to DIR/rank-R-PID.json (a Ray worker, which Ray kills without
+running its exit handlers, after every step too); compare/migrate/step_times.py turns them into step times,
+the slowest rank's. The hooks are registered when the job itself imports
 torch.optim (an import hook), so that no process pays for torch's import that would not have made it.
 """
 
@@ -83,8 +84,9 @@ def _say_finished() -> None:
 
 
 class TaggedLines:
-    def __init__(self, stream):
+    def __init__(self, stream, copy=None):
         self._stream = stream
+        self._copy = copy  # a file that gets each tagged line too (a Ray worker's, see _tag_ray_workers)
         self._pending = ""
 
     def write(self, text: str) -> int:
@@ -95,7 +97,11 @@ class TaggedLines:
             tag = f"[verify rank={rank} size={size}]:" if rank != "?" else ""  # a launcher's own line: as it is
             for line in lines:
                 self._stream.write(f"{tag}{line}\n")
+                if tag and self._copy is not None:
+                    self._copy.write(f"{tag}{line}\n")
             self._stream.flush()
+            if self._copy is not None:
+                self._copy.flush()
         return len(text)
 
     def close_line(self) -> None:
@@ -107,6 +113,40 @@ class TaggedLines:
 
 
 STEP_TIMES_VARIABLE = "COMPARE_VERIFY_STEP_TIMES"  # the directory for each process's step times
+LINES_VARIABLE = "COMPARE_VERIFY_LINES"  # the directory for a copy of each Ray worker's tagged lines
+RAY_UTILS = "ray._private.utils"
+
+
+def _tag_ray_workers(utils) -> None:
+    """Ray's worker process replaces sys.stdout and sys.stderr after this file ran, with
+    ray._private.utils.open_log(fd), and streams what they print to the driver only while the driver lives (the
+    last lines of a short job are often lost). So the streams open_log makes of fd 1 and 2 are tagged as well,
+    and each tagged line is copied to DIR/lines-PID.txt, which --verify reads after the launch."""
+    opened = utils.open_log
+    copy = _LinesFile(os.path.join(os.environ[LINES_VARIABLE], f"lines-{os.getpid()}.txt"))
+
+    def open_log(path, *args, **kwargs):
+        stream = opened(path, *args, **kwargs)
+        return TaggedLines(stream, copy) if path in (1, 2) else stream
+
+    utils.open_log = open_log
+
+
+class _LinesFile:
+    """Opened at its first line, so that Ray's own processes, which tag nothing, leave no file."""
+
+    def __init__(self, path: str):
+        self.path, self._file = path, None
+
+    def write(self, text: str) -> None:
+        if self._file is None:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (open for the process's life)
+        self._file.write(text)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
 OPTIMIZER_MODULE = "torch.optim.optimizer"
 
 
@@ -121,6 +161,7 @@ class StepTimer:
         self.clock = clock
         self.steps: list[tuple[float, float]] = []  # (start, end) of each outermost step, in the order they ended
         self.rank: tuple[str, str] = ("?", "?")
+        self.on_step = None  # called after each outermost step (a Ray worker's eager writer)
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -147,6 +188,8 @@ class StepTimer:
                 self.steps.append((local.start, end))
             if self.rank[0] == "?":
                 self.rank = rank_and_size()
+            if self.on_step is not None:
+                self.on_step()
 
     def install(self, optimizer_module) -> tuple:
         """Register the two hooks on torch.optim.optimizer; returns their handles (remove() each to undo)."""
@@ -212,6 +255,31 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.then(module)
 
 
+class WriteUnderRay:
+    """Ray ends its workers with ray.kill, which runs no exit handler: a process that steps with Ray imported (a
+    Ray worker) writes its step times after every step as well, from a thread of its own, so that no step waits
+    for the file. Elsewhere nothing changes."""
+
+    def __init__(self, timer: StepTimer, directory: str):
+        self.timer, self.directory = timer, directory
+        self.due = threading.Event()
+        self.under_ray: bool | None = None  # decided at the first step
+
+    def __call__(self) -> None:
+        if self.under_ray is None:
+            self.under_ray = "ray" in sys.modules
+            if self.under_ray:
+                threading.Thread(target=self._write, name="verify-step-times", daemon=True).start()
+        if self.under_ray:
+            self.due.set()
+
+    def _write(self) -> None:
+        while True:
+            self.due.wait()
+            self.due.clear()
+            self.timer.write(self.directory)
+
+
 TIMER = StepTimer()
 
 
@@ -220,6 +288,7 @@ def _time_steps(directory: str) -> None:
         TIMER.install(sys.modules[OPTIMIZER_MODULE])
     else:
         sys.meta_path.insert(0, _AfterImport(OPTIMIZER_MODULE, TIMER.install))
+    TIMER.on_step = WriteUnderRay(TIMER, directory)
     atexit.register(TIMER.write, directory)
 
 
@@ -228,6 +297,8 @@ def _install() -> None:
     atexit.register(_say_finished)  # registered first, so it runs after every other exit handler
     if os.environ.get(STEP_TIMES_VARIABLE):
         _time_steps(os.environ[STEP_TIMES_VARIABLE])
+    if os.environ.get(LINES_VARIABLE):
+        sys.meta_path.insert(0, _AfterImport(RAY_UTILS, _tag_ray_workers))
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, TaggedLines):
