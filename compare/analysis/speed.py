@@ -191,6 +191,31 @@ def sequential_state(design: dict | None, half_width: float | None) -> dict | No
                                                                 and half_width <= target)}
 
 
+@dataclass(frozen=True)
+class JudgedRounds:
+    """Rounds judged by the speed rules: which were contended, the interval over the clean ones, the outcome."""
+
+    troubles: list[Trouble]
+    contended: list[int]
+    clean: list[dict]
+    kept: dict  # the interval over the clean rounds
+    outcome: SpeedOutcome
+    withheld_by: dict | None
+
+
+def judge_rounds(rounds: list[dict], confidence: float, design: dict | None) -> JudgedRounds:
+    """The rules both the Horovod/DDP verdict and the A/A check apply to their rounds (rows with "round",
+    "ratio" and each launch's "contention"): contended rounds left out, the t interval over the rest (the
+    confidence sequence under a sequential design), and speed_outcome on it."""
+    troubles = launch_troubles(rounds)
+    contended = sorted({number for number, _, judged in troubles if judged["contended"]})
+    clean = [row for row in rounds if row["round"] not in contended]
+    interval = confidence_sequence if design else rounds_ratio
+    kept = interval([row["ratio"] for row in clean], confidence)
+    outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
+    return JudgedRounds(troubles, contended, clean, kept, outcome, withheld_by)
+
+
 def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confidence: float = CONFIDENCE,
                   design: dict | None = None) -> dict | None:
     """The Horovod/DDP step-time ratio at one world size from the rounds, its interval and the verdict:
@@ -202,13 +227,10 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
     rounds = speed_rounds(runs, world_size, warmup)
     if not rounds:
         return None
-    troubles = launch_troubles(rounds)
-    contended = sorted({number for number, _, judged in troubles if judged["contended"]})
-    clean = [row for row in rounds if row["round"] not in contended]
-    interval = confidence_sequence if design else rounds_ratio
-    every = interval([row["ratio"] for row in rounds], confidence)
-    kept = interval([row["ratio"] for row in clean], confidence)
-    outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
+    judged = judge_rounds(rounds, confidence, design)
+    troubles, contended, clean, kept = judged.troubles, judged.contended, judged.clean, judged.kept
+    outcome, withheld_by = judged.outcome, judged.withheld_by
+    every = (confidence_sequence if design else rounds_ratio)([row["ratio"] for row in rounds], confidence)
     return {
         "a": "horovod", "b": "ddp", "world_size": world_size, "confidence": confidence,
         "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in clean],
@@ -259,20 +281,16 @@ def compare_aa(world_size: int, runs: Iterable[RunRecord], warmup: int, confiden
     rounds = aa_rounds(runs, world_size, warmup)
     if not rounds:
         return None
-    troubles = launch_troubles(rounds)
-    contended = sorted({number for number, _, judged in troubles if judged["contended"]})
-    clean = [row for row in rounds if row["round"] not in contended]
-    interval = confidence_sequence if design else rounds_ratio
-    kept = interval([row["ratio"] for row in clean], confidence)
-    outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
+    judged = judge_rounds(rounds, confidence, design)
+    kept, outcome = judged.kept, judged.outcome
     slower = {SpeedOutcome.DDP_FASTER: "twin", SpeedOutcome.HOROVOD_FASTER: "first"}.get(outcome)  # ratio a/b
     return {
         "framework": rounds[0]["framework"], "world_size": world_size, "confidence": confidence,
-        "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in clean],
-        "contended_rounds": contended, "ratio": kept["ratio"], "ci_low": kept["ci_low"],
+        "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in judged.clean],
+        "contended_rounds": judged.contended, "ratio": kept["ratio"], "ci_low": kept["ci_low"],
         "ci_high": kept["ci_high"], "half_width": kept["half_width"], "log_sd": kept.get("log_sd"),
         "method": kept["method"], "outcome": outcome.value, "status": STATUS[outcome], "slower": slower,
-        "withheld_by": withheld_by,
+        "withheld_by": judged.withheld_by,
         "holds_one": bool(kept["ci_low"] is not None and kept["ci_low"] <= 1 <= kept["ci_high"]),
     }
 
