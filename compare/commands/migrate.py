@@ -1,6 +1,10 @@
-"""python -m compare migrate: rewrite a Horovod PyTorch script for DDP and torchrun, report every change,
-flag what has no equivalent, and (--verify) prove the result trains the same.
+"""python -m compare migrate: rewrite a Horovod PyTorch repository or script for DDP and torchrun, report every
+change, flag what has no equivalent, and (--verify) prove the result trains the same.
 
+    python -m compare migrate path/to/repo -o repo_ddp    # the whole tree, with repo_ddp/MIGRATION.md
+    python -m compare migrate path/to/repo --diff         # a unified diff that `git apply` takes; writes nothing
+    python -m compare migrate path/to/repo --in-place     # a clean git work tree only (`git checkout .` undoes it)
+    python -m compare migrate path/to/repo -o repo_ddp --verify --entry train.py -- --epochs 2
     python -m compare migrate train.py                   # writes train_ddp.py and train_ddp.migration.md
     python -m compare migrate train.py --verify -- --epochs 2
     python -m compare migrate train.py --verify --speed-rounds 3 -- --epochs 2   # and a speed verdict
@@ -18,16 +22,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compare.analysis.speed import MIN_ROUNDS
 from compare.commands.arguments import add_loss_line_arguments
 from compare.loss_lines import LossLogError, compile_patterns
 from compare.migrate.launch_mode import MODES, LaunchMode, Undecided, decide
-from compare.migrate.migration import Migration
+from compare.migrate.migration import Flag, Migration
 from compare.migrate.step_times import ThroughputRegexError, compile_throughput
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
 from workload.errors import UsageError
 from workload.files import write_atomic
+
+if TYPE_CHECKING:
+    from compare.migrate.migrate_tree import TreeMigration
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -35,8 +43,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "migrate", help="rewrite a Horovod script for DDP + torchrun, with a report (and --verify)",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("script", type=Path, nargs="?", help="the Horovod PyTorch script")
-    parser.add_argument("-o", "--out", type=Path, default=None, help="the migrated script (default: SCRIPT_ddp.py)")
+    parser.add_argument("script", type=Path, nargs="?", metavar="PATH",
+                        help="the Horovod PyTorch repository (a directory) or script")
+    parser.add_argument("-o", "--out", type=Path, default=None,
+                        help="the migrated tree (default: PATH_ddp beside it) or script (default: SCRIPT_ddp.py)")
+    parser.add_argument("--in-place", action="store_true",
+                        help="rewrite the files themselves; refused unless PATH is in a clean git work tree")
+    parser.add_argument("--diff", action="store_true", help="print the change as a unified diff; write nothing")
     parser.add_argument("--report", type=Path, default=None,
                         help="the Markdown report (default: beside the output, OUT.migration.md)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing output and report")
@@ -49,6 +62,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("--verify", action="store_true",
                         help="run the original under horovodrun and the result under torchrun (np 2, CPU), "
                              "then `compare check` the two run records")
+    verify.add_argument("--entry", default=None, metavar="PATH_IN_REPO",
+                        help="a repository's entry point, relative to its root (the script horovodrun ran)")
     verify.add_argument("--verify-out", type=Path, default=None,
                         help="where the two run directories go (default: results/migrate/SCRIPT-STEM)")
     verify.add_argument("--np", type=int, default=2, help="processes on each side")
@@ -87,20 +102,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.parse_known_args = split_script_args  # type: ignore[method-assign]
 
 
-def _read_script(path: Path) -> str:
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
-    if path.suffix != ".py":
-        raise UsageError(f"{path}: not a Python file (expected a .py script)")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a Python file (not UTF-8 text)") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
-
-
 def _check_options(ns: argparse.Namespace) -> None:
+    if ns.in_place + ns.diff + (ns.out is not None) > 1:
+        raise UsageError("give one of -o, --in-place and --diff")
+    if ns.verify and (ns.in_place or ns.diff):
+        raise UsageError("--verify runs the original beside its migration: give -o OUT (not --in-place or --diff)")
+    if ns.entry is not None and not ns.script.is_dir():
+        raise UsageError("--entry names a repository's entry point: PATH must be a directory")
+    if ns.verify and ns.script.is_dir() and ns.entry is None:
+        raise UsageError("--verify of a repository needs --entry PATH_IN_REPO (the script horovodrun runs)")
     if ns.script_args and not ns.verify:
         raise UsageError(f"unexpected arguments {' '.join(ns.script_args)} (script arguments go after -- with "
                          "--verify)")
@@ -132,22 +142,29 @@ def _output_paths(ns: argparse.Namespace) -> tuple[Path, Path]:
     return out, report
 
 
-def _migrate(ns: argparse.Namespace, source: str) -> tuple[Migration, LaunchMode | None]:
+def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, LaunchMode | None]:
     """The rewrite, and with --verify how each side is launched: both decided before anything is written."""
-    from compare.migrate import NotMigratable, migrate_source
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
 
+    tree = migrate_tree(Repository.read(ns.script), entry=ns.entry)
     try:
-        migration = migrate_source(source)
-    except NotMigratable as exc:
-        raise UsageError(f"{ns.script}: {exc}") from None
-    try:
-        mode = decide(source, ns.script_args, ns.launch_mode) if ns.verify else None
+        mode = decide(entry.read_text(encoding="utf-8", errors="replace"), ns.script_args, ns.launch_mode) \
+            if ns.verify else None
     except Undecided as exc:
-        raise UsageError(f"{ns.script}: {exc}") from None
-    return migration, mode
+        raise UsageError(f"{entry}: {exc}") from None
+    return tree, mode
 
 
-def _verify(ns: argparse.Namespace, migration: Migration, out: Path, mode: LaunchMode | None) -> int:
+def _print_flags(flags: list[tuple[str | None, Flag]]) -> None:
+    for path, flag in flags:
+        where = f"line {flag.line}" if flag.line else "somewhere"
+        print(f"  needs a person, {path + ' ' if path else ''}{where} ({flag.category}): {flag.why}",
+              file=sys.stderr)
+
+
+def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: Path, mode: LaunchMode,
+            roots: dict[str, Path] | None = None) -> int:
     from compare.migrate.verify import verify
 
     if migration.lightning:
@@ -163,11 +180,46 @@ def _verify(ns: argparse.Namespace, migration: Migration, out: Path, mode: Launc
                   "runs on CPU), and this machine has none", file=sys.stderr)
             return EXIT_RUN_FAILED
 
-    verify_out = (ns.verify_out or Path("results/migrate") / ns.script.stem).resolve()
-    return verify(ns.script.resolve(), out.resolve(), ns.script_args, verify_out, np=ns.np, mode=mode,
+    verify_out = (ns.verify_out or Path("results/migrate") / ns.script.resolve().stem).resolve()
+    return verify(original, out, ns.script_args, verify_out, np=ns.np, mode=mode, roots=roots,
                   controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
                   eval_regex=ns.eval_regex, step_from=ns.step_from, speed_rounds=ns.speed_rounds,
                   warmup=ns.warmup, throughput_regex=ns.throughput_regex)
+
+
+def _main_tree(ns: argparse.Namespace) -> int:
+    """A repository: the migrated tree (-o), the tree itself (--in-place) or a diff; one MIGRATION.md."""
+    from compare.migrate.tree_output import REPORT_NAME, require_clean_git_tree, write_in_place, write_tree
+    from compare.migrate.tree_report import render_tree, summary_line
+
+    root = ns.script
+    if ns.in_place:
+        require_clean_git_tree(root)
+    entry = root / ns.entry if ns.entry else root
+    tree, mode = _migrate(ns, entry)
+    partial = bool(tree.flags) and not ns.allow_partial
+    if ns.diff:
+        sys.stdout.write(tree.diff())
+        print(f"migrate: {summary_line(tree)} (a diff: nothing written)", file=sys.stderr)
+        _print_flags(list(tree.flags))
+        return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
+    out = root if ns.in_place else (ns.out or root.with_name(f"{root.resolve().name}_ddp"))
+    report = render_tree(tree, str(root), str(out), script_args=ns.script_args or None)
+    if ns.in_place:
+        write_in_place(root.resolve(), tree.outputs(), report)
+    else:
+        write_tree(root.resolve(), tree.outputs(), report, out, force=ns.force)
+    print(f"migrate: wrote {out} ({REPORT_NAME} inside): {summary_line(tree)}")
+    _print_flags(list(tree.flags))
+    if ns.verify and partial:
+        print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
+              file=sys.stderr)
+        return EXIT_NEEDS_A_PERSON
+    if ns.verify:
+        assert mode is not None
+        return _verify(ns, tree.files[0].migration, root.resolve() / ns.entry, out.resolve() / ns.entry, mode,
+                       roots={"horovod": root.resolve(), "ddp": out.resolve()})
+    return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
 
 
 def main(ns: argparse.Namespace) -> int:
@@ -176,21 +228,35 @@ def main(ns: argparse.Namespace) -> int:
 
     if ns.script is None:
         if ns.launch is None:
-            raise UsageError("give a SCRIPT to migrate, or --launch \"horovodrun ...\"")
+            raise UsageError("give a PATH to migrate, or --launch \"horovodrun ...\"")
         print("\n".join(torchrun_lines(ns.launch)))
         return EXIT_OK
+    if not ns.script.exists():
+        raise UsageError(f"{ns.script}: no such file or directory")
     _check_options(ns)
-    source = _read_script(ns.script)
+    if ns.script.is_dir():
+        return _main_tree(ns)
+    if ns.in_place or ns.diff:
+        tree, _ = _migrate(ns, ns.script)
+        if ns.in_place:
+            from compare.migrate.tree_output import require_clean_git_tree, write_in_place
+
+            require_clean_git_tree(ns.script.resolve().parent)
+            write_in_place(tree.repository.root, tree.outputs(), None)
+        else:
+            sys.stdout.write(tree.diff())
+        _print_flags([(None, flag) for _, flag in tree.flags])
+        return EXIT_NEEDS_A_PERSON if tree.flags and not ns.allow_partial else EXIT_OK
     out, report = _output_paths(ns)
     # Everything is decided before anything is written.
-    migration, mode = _migrate(ns, source)
+    tree, mode = _migrate(ns, ns.script)
+    migration = tree.files[0].migration
+    source = tree.files[0].source
     launch = torchrun_lines(ns.launch, (str(ns.script), str(out))) if ns.launch else None
-    write_atomic(out, migration.code)
+    write_atomic(out, source.encode(migration.code))
     write_atomic(report, render(migration, str(ns.script), str(out), launch))
     print(f"migrate: wrote {out} and {report}: {summary(migration)}")
-    for flag in migration.flags:
-        where = f"line {flag.line}" if flag.line else "somewhere"
-        print(f"  needs a person, {where} ({flag.category}): {flag.why}", file=sys.stderr)
+    _print_flags([(None, flag) for flag in migration.flags])
     if launch:
         print("\n".join(launch))
     partial = bool(migration.flags) and not ns.allow_partial
@@ -199,5 +265,6 @@ def main(ns: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_NEEDS_A_PERSON
     if ns.verify:
-        return _verify(ns, migration, out, mode)
+        assert mode is not None
+        return _verify(ns, migration, ns.script.resolve(), out.resolve(), mode)
     return EXIT_NEEDS_A_PERSON if partial else EXIT_OK

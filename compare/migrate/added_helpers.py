@@ -107,3 +107,17 @@ def train_loop_calling(fn):
 ''',
 }
 HELPER_IMPORTS = {"run_spawned": ("os", "socket"), "train_loop_calling": ("ray.train", "tempfile")}
+
+
+def helper_code(name: str, renamed: dict[str, str]) -> str:
+    """A helper's definition, under the name it is given where its own would clash with the repository's."""
+    code = HELPERS[name].strip("\n")
+    return code.replace(f"def {name}(", f"def {renamed[name]}(", 1) if name in renamed else code
+
+
+def helpers_module_code(names: list[str], renamed: dict[str, str]) -> str:
+    """The one module a repository's migrated files import their helpers from."""
+    imports = sorted({"torch", *(module for name in names for module in HELPER_IMPORTS.get(name, ()))})
+    lines = ['"""Added by `python -m compare migrate`: each function stands for the Horovod call its docstring '
+             'names."""', "", *(f"import {module}" for module in imports), "import torch.distributed as dist", ""]
+    return "\n".join(lines) + "".join("\n\n" + helper_code(name, renamed) + "\n" for name in names)

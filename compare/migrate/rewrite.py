@@ -46,8 +46,20 @@ def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
     return False
 
 
-def migrate_source(source: str) -> Migration:
-    """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script."""
+def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
+                   end_of_job: bool = True) -> Migration:
+    """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script.
+
+    For one file of a repository (compare/migrate/migrate_tree.py): `helpers_module`, the module its helpers are
+    imported from (else they are added to the file); `helper_names`, the helpers renamed where their own names
+    clash; `end_of_job=False` for a module that is not the job's entry point (it destroys no process group)."""
+
+    def transformer_for(keep: bool) -> HorovodToDDP:
+        transformer = HorovodToDDP(uses, keep_hvd_import=keep)
+        transformer.helpers_module, transformer.helper_names = helpers_module, helper_names or {}
+        transformer.end_of_job = end_of_job
+        return transformer
+
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -66,11 +78,11 @@ def migrate_source(source: str) -> Migration:
         uses.flag(uses.dist_optimizer_stmt, "unrecognised", "cannot tell which model this optimizer trains (give "
                                                             "named_parameters=model.named_parameters()): wrap it "
                                                             "in DistributedDataParallel by hand")
-    transformer = HorovodToDDP(uses, keep_hvd_import=False)
+    transformer = transformer_for(False)
     new = wrapper.module.visit(transformer)
     if _remaining_hvd(new, uses.hvd | uses.horovod):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
-        transformer = HorovodToDDP(uses, keep_hvd_import=True)
+        transformer = transformer_for(True)
         new = wrapper.module.visit(transformer)
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
             uses.flags.append(Flag(0, "unrecognised", "", "a Horovod use remains that was not recognised"))

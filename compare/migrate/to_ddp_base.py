@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from compare.migrate.added_helpers import HELPER_IMPORTS
+from compare.migrate.added_helpers import HELPER_IMPORTS, HELPERS
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change
 from compare.migrate.syntax import shortened
@@ -17,6 +17,11 @@ from compare.migrate.syntax import shortened
 
 class RewriteBase(m.MatcherDecoratableTransformer):
     """The plan of pass 1, where the model is wrapped, and what the rewrite changed, adds and imports."""
+
+    # Set by the repository's driver (compare/migrate/migrate_tree.py) before the walk:
+    helpers_module: str | None = None   # import the helpers from this module of the repository, not inline them
+    helper_names: dict[str, str] = {}   # a helper's name where its own would shadow or be shadowed  # noqa: RUF012
+    end_of_job = True                   # False for a module that is not the job's entry point: it destroys nothing
 
     def __init__(self, uses: HorovodUses, keep_hvd_import: bool):
         super().__init__()
@@ -51,10 +56,13 @@ class RewriteBase(m.MatcherDecoratableTransformer):
     def helper(self, name: str) -> str:
         if name not in self.helpers:
             self.helpers.append(name)
-            for module in HELPER_IMPORTS.get(name, ()):
-                self.need(module)
-            self.need("torch")
-        return name
+            if self.helpers_module is None:  # inlined: what the helper's code reads, bound at module level
+                for module in HELPER_IMPORTS.get(name, ()):
+                    self.need(module)
+                self.need("torch")
+                if "dist." in HELPERS[name]:
+                    self.need("torch.distributed", asname="dist")
+        return self.helper_names.get(name, name)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.function_depth.append(node)

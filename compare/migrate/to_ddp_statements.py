@@ -9,7 +9,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.added_helpers import HELPERS
+from compare.migrate.added_helpers import helper_code
 from compare.migrate.migration import Change
 from compare.migrate.syntax import argument, keyword_args, parse_expr, parse_stmt
 from compare.migrate.to_ddp_base import RewriteBase
@@ -233,8 +233,13 @@ class StatementRewrites(RewriteBase):
 
     def _is_init_block(self, original: cst.CSTNode) -> bool:
         init = self.uses.init_stmt
-        return init is not None and not self.uses.has_shutdown and not self.uses.lightning and \
-            init in getattr(original, "body", ())
+        body = list(getattr(original, "body", ()))
+        if init is None or self.uses.has_shutdown or self.uses.lightning or not self.end_of_job or init not in body:
+            return False
+        # The job ends at the end of the block that trains: the module, or a block with a loop after init(). A
+        # helper or a branch that only initialises would destroy the group it has just made.
+        return isinstance(original, cst.Module) or any(
+            m.findall(statement, m.For() | m.While()) for statement in body[body.index(init) + 1:])
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         return updated.with_changes(body=self._body(list(updated.body), end_of_job=self._is_init_block(original)))
@@ -257,10 +262,15 @@ class StatementRewrites(RewriteBase):
                     change.after, change.note = "", notes.LIGHTNING_IMPORT
                 elif change.note == notes.IMPORT_KEPT:
                     change.after = "(this import kept)"
-        if self.helpers:
+        if self.helpers and self.helpers_module:
+            for name in self.helpers:
+                self.need(self.helpers_module, self.helper_names.get(name, name))
+            self.changes.append(Change(0, "", f"helpers {', '.join(self.helpers)} imported from {self.helpers_module}",
+                                       notes.HELPERS))
+        elif self.helpers:
             last_import = max((i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine(
                 body=[m.Import() | m.ImportFrom()]))), default=-1)
-            code = "\n".join(HELPERS[name].strip("\n") + "\n\n" for name in self.helpers)
+            code = "\n".join(helper_code(name, self.helper_names) + "\n\n" for name in self.helpers)
             helpers = list(cst.parse_module(code).body)
             helpers[0] = helpers[0].with_changes(leading_lines=[
                 cst.EmptyLine(), cst.EmptyLine(),

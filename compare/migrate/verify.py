@@ -271,7 +271,7 @@ def read_side(name: str, output: str, run_dir: Path, original: Path, *, loss_reg
 
 
 def speed_launches(commands: dict[str, list[str]], out: Path, rounds: int, *, np: int, timeout: float,
-                   script_dir: Path, throughput_regex: re.Pattern) -> tuple[list[Launched], int]:
+                   script_dirs: dict[str, Path], throughput_regex: re.Pattern) -> tuple[list[Launched], int]:
     """Rounds 2 .. rounds + 1: each side launched once a round, the order alternating (round 1, the verify
     launches, ran Horovod first). Returns the launches and the exit status of the first that failed (0)."""
     found: list[Launched] = []
@@ -279,7 +279,7 @@ def speed_launches(commands: dict[str, list[str]], out: Path, rounds: int, *, np
         order = ["ddp", "horovod"] if number % 2 == 0 else ["horovod", "ddp"]
         for name in order:
             run_dir = out / "speed" / f"round-{number}" / name
-            code, output = run_side(name, commands[name], run_dir, timeout, script_dir, np=np,
+            code, output = run_side(name, commands[name], run_dir, timeout, script_dirs[name], np=np,
                                     label=f"round {number}, {name}")
             if code != 0:
                 tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
@@ -292,10 +292,13 @@ def speed_launches(commands: dict[str, list[str]], out: Path, rounds: int, *, np
 def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, mode: LaunchMode,
            controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
            step_from: str = "log", speed_rounds: int = 0, warmup: int = 5,
-           throughput_regex: str | None = None) -> int:
+           throughput_regex: str | None = None, roots: dict[str, Path] | None = None) -> int:
+    """`roots`: each side's repository root, put on its PYTHONPATH (a repository's modules import each other from
+    there); by default the original script's directory, for both."""
     commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller,
                                original_prefix=mode.original_prefix)
     dirs = {name: out / name for name in commands}
+    script_dirs = {name: (roots or {}).get(name, original.parent) for name in commands}
     launched = mode.sides or (("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api"
                               else ("horovodrun", "torchrun"))
     print(f"verify: {original.name} under {launched[0]} and {migrated.name} under {launched[1]}, np {np}",
@@ -306,7 +309,7 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
     for name, command in commands.items():
         for stale in (RUN_JSON, METRICS, METRICS_PART):
             (dirs[name] / stale).unlink(missing_ok=True)
-        code, output = run_side(name, command, dirs[name], timeout, original.parent, np=np)
+        code, output = run_side(name, command, dirs[name], timeout, script_dirs[name], np=np)
         if code != 0:
             tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
@@ -339,7 +342,7 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
         print(f"speed rounds: each side launched {speed_rounds} more time{'s' * (speed_rounds != 1)}, the order "
               "alternating", flush=True)
         more, failed = speed_launches(commands, out, speed_rounds, np=np, timeout=timeout,
-                                      script_dir=original.parent, throughput_regex=rates)
+                                      script_dirs=script_dirs, throughput_regex=rates)
         if failed:
             return failed
         launches += more

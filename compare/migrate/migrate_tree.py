@@ -1,0 +1,193 @@
+"""The driver: a repository (or one script, a repository of one file) migrated as one.
+
+One read of the tree (compare/migrate/repository.py), then for each file that reaches Horovod: its indirect uses
+written as imports (normalize.py), the rewrite (rewrite.py's migrate_source) with the helpers the whole tree
+shares in one module, and the check of what came out. Nothing is written here: `TreeMigration.outputs()` is
+every file that changes, as bytes in the file's own encoding and line endings; the command writes them
+(-o, --in-place) or prints their diff.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import io
+import re
+import tokenize
+from pathlib import PurePosixPath
+
+import libcst as cst
+
+from compare.migrate.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.migration import Flag, Migration, NotMigratable
+from compare.migrate.migration_report import map_lines
+from compare.migrate.normalize import Normalized, horovod_bindings, normalize
+from compare.migrate.repository import Repository, SourceFile, imported_modules, unique_name
+from compare.migrate.rewrite import migrate_source
+from workload.errors import UsageError
+
+HELPERS_MODULE = "ddp_helpers"  # the added module's name, made unique against the repository's names
+HOROVOD_TEXT = re.compile("horovod", re.IGNORECASE)  # HorovodStrategy, MyHorovodPlugin: a file worth parsing
+HOROVOD_MODULE = re.compile(r"^horovod(\.[\w.]+)?$", re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class FileMigration:
+    path: str
+    source: SourceFile
+    migration: Migration
+    normalized: list[Normalized]
+    entry: bool
+
+
+@dataclasses.dataclass
+class TreeMigration:
+    repository: Repository
+    files: list[FileMigration]           # the files that reached Horovod, in path order
+    entry: str | None
+    helpers_path: str | None = None      # the added module, relative to the root
+    helpers_code: str | None = None
+
+    @property
+    def flags(self) -> list[tuple[str, Flag]]:
+        return [(f.path, flag) for f in self.files for flag in f.migration.flags]
+
+    def outputs(self) -> dict[str, bytes]:
+        """Relative path -> new bytes, for every file that changes or is added (the rest stays as it is)."""
+        out = {f.path: f.source.encode(f.migration.code) for f in self.files if f.migration.code != f.source.text}
+        if self.helpers_path and self.helpers_code:
+            out[self.helpers_path] = self.helpers_code.encode("utf-8")
+        return out
+
+    def diff(self) -> str:
+        """A unified diff of the whole change, in git's a/ b/ form (`git apply` takes it)."""
+        chunks = []
+        for path, new in sorted(self.outputs().items()):
+            old = self.repository.files[path].text if path in self.repository.files else None
+            text = new.decode(self.repository.files[path].encoding) if old is not None else new.decode("utf-8")
+            before = (old or "").splitlines(keepends=True)
+            after = text.replace("\r\n", "\n").splitlines(keepends=True)
+            lines = list(difflib.unified_diff(before, after, f"a/{path}" if old is not None else "/dev/null",
+                                              f"b/{path}", n=3))
+            if not lines:
+                continue
+            header = [f"diff --git a/{path} b/{path}\n"] + (["new file mode 100644\n"] if old is None else [])
+            chunks.append("".join(header) + "".join(_ended(line) for line in lines))
+        return "".join(chunks)
+
+
+def _ended(line: str) -> str:
+    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+
+
+def _reaches_horovod(source: SourceFile, reexporters: dict[str, set[str]]) -> bool:
+    if HOROVOD_TEXT.search(source.text):
+        return True
+    words = set(re.findall(r"[A-Za-z_][\w.]*", source.text))
+    return any(name in words or name.rsplit(".", 1)[-1] in words for name in reexporters)
+
+
+def _parse(source: SourceFile) -> cst.Module:
+    try:
+        return cst.parse_module(source.text)
+    except cst.ParserSyntaxError as exc:
+        raise UsageError(f"{source.path}: not valid Python (line {exc.raw_line}, column {exc.raw_column}): "
+                         f"{str(exc.message).splitlines()[0]}") from None
+
+
+def _module_name(path: str) -> str:
+    parts = PurePosixPath(path).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _entry_paths(repository: Repository, parsed: dict[str, cst.Module], entry: str | None) -> set[str]:
+    """The job's entry points: the one given, else each script (a `__main__` guard or no function of its own that
+    others import) among the files that reach Horovod."""
+    if entry is not None:
+        return {entry}
+    if repository.single_file:
+        return set(repository.files)
+    imported = {name for path, module in parsed.items() for name in imported_modules(module, _module_name(path))}
+    index = repository.module_index()
+    imported_paths = {index[name] for name in imported if name in index}
+    return {path for path, module in parsed.items()
+            if "__name__" in repository.files[path].text or path not in imported_paths}
+
+
+def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMigration:
+    """Every file that reaches Horovod, rewritten; UsageError when nothing does, or a file cannot be parsed."""
+    if entry is not None and entry not in repository.files:
+        raise UsageError(f"--entry {entry}: no such Python file in {repository.root}")
+    candidates = {path: s for path, s in repository.files.items()
+                  if repository.single_file or HOROVOD_TEXT.search(s.text)}
+    parsed = {path: _parse(source) for path, source in candidates.items()}
+    # Modules that bind horovod.torch at module level: another module may import that name from them.
+    reexporters = {name: bound for path, module in parsed.items() if (bound := horovod_bindings(module))
+                   for name in repository.files[path].module_names}
+    for path, source in repository.files.items():
+        if path not in parsed and reexporters and _reaches_horovod(source, reexporters):
+            parsed[path] = _parse(source)
+    if not parsed:
+        raise UsageError(f"{repository.root if not repository.single_file else next(iter(repository.files))}: "
+                         "no Horovod use: nothing imports or loads horovod")
+    taken = repository.identifiers()
+    helper_names = {name: unique_name(name, taken) for name in HELPERS if unique_name(name, taken) != name}
+    helpers_module = None if repository.single_file else unique_name(HELPERS_MODULE, taken)
+    entries = _entry_paths(repository, parsed, entry)
+    files = []
+    for path in sorted(parsed):
+        module, done = normalize(parsed[path], reexporters, _module_name(path))
+        try:
+            migration = migrate_source(module.code, helpers_module=helpers_module, helper_names=helper_names,
+                                       end_of_job=path in entries)
+        except NotMigratable as exc:
+            if not done and not repository.single_file:
+                continue  # the word only (a comment, a string): the output check names what remains
+            raise UsageError(f"{repository.root / path if not repository.single_file else path}: {exc}") from None
+        migration.source = repository.files[path].text
+        migration.flags += _leftovers(migration)
+        files.append(FileMigration(path, repository.files[path], migration, done, path in entries))
+    if not files:
+        raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
+    tree = TreeMigration(repository, files, entry)
+    used = [name for name in HELPERS
+            if any(_imports_helper(f.migration.code, name, helper_names, helpers_module) for f in files)]
+    if helpers_module and used:
+        tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
+    return tree
+
+
+def _imports_helper(code: str, name: str, renamed: dict[str, str], module: str | None) -> bool:
+    return module is not None and re.search(rf"from {module} import .*\b{renamed.get(name, name)}\b", code) is not None
+
+
+def _leftovers(migration: Migration) -> list[Flag]:
+    """Horovod still named in the code: the name `horovod`, or a string that names its modules (what a loader
+    reads, a registry's key). Docstrings, comments and attribute names (`args.horovod`) are prose or switches."""
+    new_to_old = {new: old for old, new in map_lines(migration.source, migration.code).items() if new is not None}
+    flagged = {flag.line for flag in migration.flags}
+    found, previous = [], ""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(migration.code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    lines = migration.code.splitlines()
+    for token in tokens:
+        # A name: only where nothing was flagged (a flagged use keeps its import, and says so).
+        named = token.type == tokenize.NAME and token.string.lower() == "horovod" and previous != "." and \
+            not migration.flags
+        if token.type == tokenize.STRING:
+            try:
+                named = bool(HOROVOD_MODULE.match(str(ast.literal_eval(token.string))))
+            except (ValueError, SyntaxError):
+                named = False
+        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            previous = token.string
+        line = new_to_old.get(token.start[0], 0)
+        if named and line not in flagged:
+            flagged.add(line)
+            found.append(Flag(line, "horovod left", lines[token.start[0] - 1].strip()[:100],
+                              "Horovod is still named here after the migration (a module a loader reads, a "
+                              "registry's entry, an import kept): remove it, or route it to the DDP path"))
+    return found

@@ -1,0 +1,192 @@
+"""Before the rewrite: the ways a repository reaches Horovod other than `import horovod.torch as hvd`, written as
+that import, so that the one rewrite (compare/migrate/rewrite.py) sees every use.
+
+- loaded by name: `hvd = importlib.import_module("horovod.torch")`, `__import__("horovod.torch", fromlist=...)`,
+  the name a string held in a module constant or a class attribute (`importlib.import_module(self.MODULE)`);
+  when the module is kept on the object (`self.hvd = ...`), every `self.hvd` of that class reads a module-level
+  name instead;
+- re-exported: `from utils.distributed import hvd`, where that module of the repository binds hvd to
+  horovod.torch.
+
+Each is recorded (line, what it was) for the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import get_full_name_for_node
+
+HOROVOD_MODULES = {"horovod", "horovod.torch"}
+LOADERS = {"importlib.import_module", "import_module", "__import__"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Normalized:
+    line: int
+    before: str
+    how: str  # "loaded by name" | "re-exported by the repository"
+
+
+def horovod_bindings(module: cst.Module) -> set[str]:
+    """Module-level names this file binds to horovod.torch (`import horovod.torch as hvd`, `from horovod import
+    torch as hvd`): what another module may import from it."""
+    bound: set[str] = set()
+    for statement in module.body:
+        if not m.matches(statement, m.SimpleStatementLine()):
+            continue
+        for node in statement.body:  # type: ignore[attr-defined]
+            if isinstance(node, cst.Import):
+                for alias in node.names:
+                    if get_full_name_for_node(alias.name) == "horovod.torch" and alias.asname:
+                        bound.add(get_full_name_for_node(alias.asname.name) or "")
+            elif isinstance(node, cst.ImportFrom) and get_full_name_for_node(node.module) == "horovod" and \
+                    isinstance(node.names, (list, tuple)):
+                for alias in node.names:
+                    if get_full_name_for_node(alias.name) == "torch":
+                        bound.add(get_full_name_for_node(alias.asname.name) if alias.asname else "torch")  # type: ignore[arg-type]
+    return bound
+
+
+def _strings(body: list[cst.BaseStatement] | tuple) -> dict[str, str]:
+    """NAME = "text" assignments directly in a body."""
+    found = {}
+    for statement in body:
+        if m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())],
+                                                                     value=m.SimpleString())])):
+            assign = statement.body[0]  # type: ignore[attr-defined]
+            found[assign.targets[0].target.value] = str(assign.value.evaluated_value)
+    return found
+
+
+class Normalize(cst.CSTTransformer):
+    """One file's indirect Horovod uses, written as imports of horovod.torch."""
+
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self, reexports: dict[str, set[str]], module_name: str):
+        super().__init__()
+        self.reexports = reexports          # repository module -> names it binds to horovod.torch
+        self.module_name = module_name
+        self.constants: dict[str, str] = {}
+        self.classes: list[dict[str, str]] = []
+        self.held: dict[str, str] = {}      # attribute kept on an object -> module-level name it becomes
+        self.module_imports: list[tuple[str, str]] = []  # (horovod module, name) to bind at module level
+        self.done: list[Normalized] = []
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(cst.metadata.PositionProvider, node).start.line
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.constants = _strings(node.body)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        self.classes.append(_strings(body))
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        self.classes.pop()
+        return updated
+
+    def _text(self, node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.SimpleString):
+            return str(node.evaluated_value)
+        if isinstance(node, cst.Name):
+            return self.constants.get(node.value)
+        if isinstance(node, cst.Attribute) and self.classes:
+            return self.classes[-1].get(node.attr.value)  # self.X, cls.X, Class.X: the enclosing class's
+        return None
+
+    def _loaded(self, value: cst.BaseExpression) -> str | None:
+        """The Horovod module a loader call loads, else None."""
+        if not isinstance(value, cst.Call) or get_full_name_for_node(value.func) not in LOADERS or not value.args:
+            return None
+        name = self._text(value.args[0].value)
+        if name not in HOROVOD_MODULES:
+            return None
+        if get_full_name_for_node(value.func) == "__import__" and len(value.args) < 4 and not any(
+                a.keyword and a.keyword.value == "fromlist" for a in value.args):
+            return "horovod"  # __import__("horovod.torch") returns the top-level package
+        return name
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                                  ) -> cst.BaseStatement | cst.FlattenSentinel | cst.RemovalSentinel:
+        if len(updated.body) != 1:
+            return updated
+        node = updated.body[0]
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and (loaded := self._loaded(node.value)):
+            target = node.targets[0].target
+            before = cst.Module([]).code_for_node(original).strip()
+            self.done.append(Normalized(self._line(original), before, "loaded by name"))
+            if isinstance(target, cst.Name):
+                return updated.with_changes(body=[_import(loaded, target.value)])
+            if isinstance(target, cst.Attribute):
+                name = self.held.setdefault(target.attr.value, target.attr.value)
+                self.module_imports.append((loaded, name))
+                return cst.RemoveFromParent()
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, (list, tuple)) and node.module is not None:
+            source = self._absolute(node)
+            bound = self.reexports.get(source, set())
+            moved = [a for a in node.names if get_full_name_for_node(a.name) in bound]
+            if moved:
+                self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original).strip(),
+                                            "re-exported by the repository"))
+                kept = [a for a in node.names if a not in moved]
+                imports: list[cst.BaseSmallStatement] = [
+                    _import("horovod.torch", get_full_name_for_node(a.asname.name if a.asname else a.name) or "")
+                    for a in moved]
+                if kept:
+                    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    imports.insert(0, node.with_changes(names=kept))
+                return cst.FlattenSentinel([updated.with_changes(body=[statement]) for statement in imports])
+        return updated
+
+    def _absolute(self, node: cst.ImportFrom) -> str:
+        name = get_full_name_for_node(node.module) or ""
+        if not node.relative:
+            return name
+        package = self.module_name.rsplit(".", 1)[0].split(".") if "." in self.module_name else []
+        up = len(node.relative) - 1
+        return ".".join([*(package[:len(package) - up] if up else package), name])
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if self.held and original.attr.value in self.held and isinstance(original.value, cst.Name) and \
+                original.value.value in ("self", "cls"):
+            return cst.Name(self.held[original.attr.value])
+        return updated
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not self.module_imports:
+            return updated
+        body = list(updated.body)
+        last = max((i for i, s in enumerate(body) if m.matches(s, m.SimpleStatementLine(
+            body=[m.Import() | m.ImportFrom()]))), default=-1)
+        added = [cst.SimpleStatementLine([_import(module, name)])
+                 for module, name in dict.fromkeys(self.module_imports)]
+        body[last + 1:last + 1] = added
+        return updated.with_changes(body=body)
+
+
+def _import(module: str, name: str) -> cst.Import:
+    dotted = cst.parse_expression(module)
+    return cst.Import(names=[cst.ImportAlias(name=dotted, asname=None if name == module else  # type: ignore[arg-type]
+                                             cst.AsName(name=cst.Name(name)))])
+
+
+def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str,
+              ) -> tuple[cst.Module, list[Normalized]]:
+    """The file with its indirect Horovod uses written as imports, and what was so written."""
+    wrapper = cst.metadata.MetadataWrapper(module)
+    transform = Normalize(reexports, module_name)
+    new = wrapper.visit(transform)
+    # A method whose only statement was the loader is left empty: `pass` keeps it valid.
+    return new.visit(_FillEmpty()), transform.done
+
+
+class _FillEmpty(cst.CSTTransformer):
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated

@@ -1,0 +1,78 @@
+"""One report for a migrated repository (MIGRATION.md): per file, every change with its lines before and after,
+everything flagged, and what to check by hand; and the command that verifies it."""
+
+from __future__ import annotations
+
+import shlex
+
+from compare.migrate.migrate_tree import FileMigration, TreeMigration
+from compare.migrate.migration_report import place_changes
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return f"`{_cell(text)}`" if text else "(removed)"
+
+
+def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[str]:
+    migration = migrated.migration
+    role = "the entry point" if migrated.entry else "a module the entry imports"
+    lines = [f"### `{migrated.path}`", "",
+             f"{role}; {len(migration.changes) + len(migrated.normalized)} change(s), {len(migration.flags)} "
+             "place(s) need a person.", ""]
+    if migrated.normalized:
+        lines += [f"- line {n.line}: `{_cell(n.before)}`: Horovod {n.how}; read as `import horovod.torch`, then "
+                  "migrated as that import" for n in migrated.normalized]
+        lines.append("")
+    lines += ["| line | new line | Horovod | DDP | note |", "|---|---|---|---|---|"]
+    for change in place_changes(migration):
+        new_line = "-" if change.new_line is None else str(change.new_line)
+        after = change.after if not (change.line == 0 and helpers_module) else f"imported from {helpers_module}"
+        lines.append(f"| {change.line or '-'} | {new_line} | {_code(change.before)} | {_code(after)} "
+                     f"| {_cell(change.note)} |")
+    for flag in migration.flags:
+        where = f"line {flag.line}" if flag.line else "somewhere"
+        code = f" `{_cell(flag.code)}`" if flag.code else ""
+        lines.append(f"\n- needs a person: **{flag.category}**, {where}:{code}: {flag.why}")
+    return [*lines, ""]
+
+
+def render_tree(tree: TreeMigration, source_name: str, output_name: str, *, script_args: list[str] | None = None,
+                ) -> str:
+    flags = tree.flags
+    changed = [f for f in tree.files if f.migration.code != f.source.text]
+    lines = [f"# Migration report: `{source_name}` -> `{output_name}`", "",
+             "Horovod (horovod.torch) to torch.distributed + DistributedDataParallel, for torchrun. "
+             f"{len(tree.repository.files)} Python file(s) read; {len(changed)} changed"
+             f"{'; ' + tree.helpers_path + ' added (the helpers every file imports)' if tree.helpers_path else ''}; "
+             f"{len(flags)} place(s) need a person.", ""]
+    lines += ["## Needs a person", ""]
+    if not flags:
+        lines.append("Nothing was flagged: every Horovod use found was rewritten (each change's note says what it "
+                     "keeps, and what it assumes).")
+    for path, flag in flags:
+        where = f"line {flag.line}" if flag.line else "somewhere"
+        lines.append(f"- `{path}` {where}, **{flag.category}**: {flag.why}")
+    lines += ["", "## Files", ""]
+    for migrated in tree.files:
+        lines += _file_section(migrated, tree.helpers_path.removesuffix(".py") if tree.helpers_path else None)
+    entry = tree.entry or next((f.path for f in tree.files if f.entry), "ENTRY.py")
+    command = ["python", "-m", "compare", "migrate", source_name, "-o", output_name, "--force", "--verify",
+               "--entry", entry, *(["--allow-partial"] if flags else []), "--", *(script_args or ["ARGS..."])]
+    lines += ["## Check it", "",
+              "Run the original's entry point under horovodrun and the migrated one under torchrun (np 2, CPU), each "
+              "with its own tree on PYTHONPATH, and compare rank 0's losses with `python -m compare check`:", "",
+              "```bash", shlex.join(command), "```", ""]
+    return "\n".join(lines)
+
+
+def summary_line(tree: TreeMigration) -> str:
+    changes = sum(len(f.migration.changes) + len(f.normalized) for f in tree.files)
+    files = sum(1 for f in tree.files if f.migration.code != f.source.text)
+    text = f"{changes} change(s) in {files} file(s)"
+    if tree.flags:
+        text += f"; {len(tree.flags)} need a person"
+    return text

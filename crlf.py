@@ -1,0 +1,3 @@
+import horovod.torch as hvd
+hvd.init()
+print(hvd.rank())
