@@ -204,7 +204,7 @@ def _main_tree(ns: argparse.Namespace) -> int:
         _print_flags(list(tree.flags))
         return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
     out = root if ns.in_place else (ns.out or root.with_name(f"{root.resolve().name}_ddp"))
-    report = render_tree(tree, str(root), str(out), script_args=ns.script_args or None)
+    report = render_tree(tree, str(root), str(out), script_args=ns.script_args or None, in_place=ns.in_place)
     if ns.in_place:
         write_in_place(root.resolve(), tree.outputs(), report)
     else:

@@ -61,20 +61,25 @@ class TreeMigration:
         return out
 
     def diff(self) -> str:
-        """A unified diff of the whole change, in git's a/ b/ form (`git apply` takes it)."""
+        """A unified diff of the whole change, in git's a/ b/ form (`git apply` takes it): lines as the files hold
+        them, line endings included."""
         chunks = []
         for path, new in sorted(self.outputs().items()):
-            old = self.repository.files[path].text if path in self.repository.files else None
-            text = new.decode(self.repository.files[path].encoding) if old is not None else new.decode("utf-8")
-            before = (old or "").splitlines(keepends=True)
-            after = text.replace("\r\n", "\n").splitlines(keepends=True)
-            lines = list(difflib.unified_diff(before, after, f"a/{path}" if old is not None else "/dev/null",
-                                              f"b/{path}", n=3))
+            source = self.repository.files.get(path)
+            before = _lines(source.raw.decode(source.encoding)) if source else []
+            after = _lines(new.decode(source.encoding if source else "utf-8"))
+            lines = list(difflib.unified_diff(before, after, f"a/{path}" if source else "/dev/null", f"b/{path}",
+                                              n=3))
             if not lines:
                 continue
-            header = [f"diff --git a/{path} b/{path}\n"] + (["new file mode 100644\n"] if old is None else [])
+            header = [f"diff --git a/{path} b/{path}\n"] + ([] if source else ["new file mode 100644\n"])
             chunks.append("".join(header) + "".join(_ended(line) for line in lines))
         return "".join(chunks)
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at "\n" alone, each with its ending ("\r\n" kept): str.splitlines would split at form feeds."""
+    return [line for line in re.split(r"(?<=\n)", text) if line]
 
 
 def _ended(line: str) -> str:

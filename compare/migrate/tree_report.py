@@ -41,7 +41,7 @@ def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[s
 
 
 def render_tree(tree: TreeMigration, source_name: str, output_name: str, *, script_args: list[str] | None = None,
-                ) -> str:
+                in_place: bool = False) -> str:
     flags = tree.flags
     changed = [f for f in tree.files if f.migration.code != f.source.text]
     lines = [f"# Migration report: `{source_name}` -> `{output_name}`", "",
@@ -59,13 +59,22 @@ def render_tree(tree: TreeMigration, source_name: str, output_name: str, *, scri
     lines += ["", "## Files", ""]
     for migrated in tree.files:
         lines += _file_section(migrated, tree.helpers_path.removesuffix(".py") if tree.helpers_path else None)
-    entry = tree.entry or next((f.path for f in tree.files if f.entry), "ENTRY.py")
-    command = ["python", "-m", "compare", "migrate", source_name, "-o", output_name, "--force", "--verify",
-               "--entry", entry, *(["--allow-partial"] if flags else []), "--", *(script_args or ["ARGS..."])]
+    entry = tree.entry or next((f.path for f in tree.files if f.entry and "__main__" in f.source.text),
+                               next((f.path for f in tree.files if f.entry), "ENTRY.py"))
+    args = [*(["--allow-partial"] if flags else []), "--", *(script_args or ["ARGS..."])]
+    if in_place:
+        command = ["git", "worktree", "add", "../original", "HEAD", "&&", "python", "-m", "compare", "migrate",
+                   "../original", "-o", "../original_ddp", "--verify", "--entry", entry, *args]
+        how = ("The tree was rewritten in place: `git diff` shows the change, `git checkout .` undoes it. To verify, "
+               "migrate the committed original again beside it (the same rewrite), which runs")
+    else:
+        command = ["python", "-m", "compare", "migrate", source_name, "-o", output_name, "--force", "--verify",
+                   "--entry", entry, *args]
+        how = "Verify it: this runs"
     lines += ["## Check it", "",
-              "Run the original's entry point under horovodrun and the migrated one under torchrun (np 2, CPU), each "
-              "with its own tree on PYTHONPATH, and compare rank 0's losses with `python -m compare check`:", "",
-              "```bash", shlex.join(command), "```", ""]
+              f"{how} the original's entry point under horovodrun and the migrated one under torchrun (np 2, CPU), "
+              "each with its own tree on PYTHONPATH, and compares rank 0's losses with `python -m compare check`:",
+              "", "```bash", " ".join(word if word == "&&" else shlex.quote(word) for word in command), "```", ""]
     return "\n".join(lines)
 
 
