@@ -199,7 +199,9 @@ def _main_tree(ns: argparse.Namespace) -> int:
     tree, mode = _migrate(ns, entry)
     partial = bool(tree.flags) and not ns.allow_partial
     if ns.diff:
-        sys.stdout.write(tree.diff())
+        sys.stdout.flush()
+        sys.stdout.buffer.write(tree.diff())
+        sys.stdout.buffer.flush()
         print(f"migrate: {summary_line(tree)} (a diff: nothing written)", file=sys.stderr)
         _print_flags(list(tree.flags))
         return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
@@ -244,7 +246,9 @@ def main(ns: argparse.Namespace) -> int:
             require_clean_git_tree(ns.script.resolve().parent)
             write_in_place(tree.repository.root, tree.outputs(), None)
         else:
-            sys.stdout.write(tree.diff())
+            sys.stdout.flush()
+            sys.stdout.buffer.write(tree.diff())
+            sys.stdout.buffer.flush()
         _print_flags([(None, flag) for _, flag in tree.flags])
         return EXIT_NEEDS_A_PERSON if tree.flags and not ns.allow_partial else EXIT_OK
     out, report = _output_paths(ns)

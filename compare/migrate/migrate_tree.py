@@ -60,9 +60,9 @@ class TreeMigration:
             out[self.helpers_path] = self.helpers_code.encode("utf-8")
         return out
 
-    def diff(self) -> str:
+    def diff(self) -> bytes:
         """A unified diff of the whole change, in git's a/ b/ form (`git apply` takes it): lines as the files hold
-        them, line endings included."""
+        them, in their own encoding and line endings."""
         chunks = []
         for path, new in sorted(self.outputs().items()):
             source = self.repository.files.get(path)
@@ -73,8 +73,9 @@ class TreeMigration:
             if not lines:
                 continue
             header = [f"diff --git a/{path} b/{path}\n"] + ([] if source else ["new file mode 100644\n"])
-            chunks.append("".join(header) + "".join(_ended(line) for line in lines))
-        return "".join(chunks)
+            chunks.append(("".join(header) + "".join(_ended(line) for line in lines))
+                          .encode(source.encoding if source else "utf-8"))
+        return b"".join(chunks)
 
 
 def _lines(text: str) -> list[str]:

@@ -1,0 +1,204 @@
+"""compare migrate DIR: the repository model and its outputs, without a launcher: Horovod reached through the
+repository's own modules, loaded by name or re-exported; one helpers module; -o, --in-place and --diff keeping
+every byte the migration does not change (encodings, line endings, permissions); bad input."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+from compare.__main__ import main as compare_main
+from compare.migrate.migrate_tree import migrate_tree
+from compare.migrate.repository import Repository
+
+WRAPPER = '''"""The project's distributed helpers."""
+import horovod.torch as hvd
+
+
+def setup():
+    hvd.init()
+
+
+def rank():
+    return hvd.rank()
+
+
+def average(tensor, name=None):
+    return hvd.allreduce(tensor, name=name)
+'''
+BACKEND = '''import importlib
+
+
+class HorovodBackend:
+    module_name = "horovod.torch"
+
+    def setup(self):
+        self.hvd = importlib.import_module(self.module_name)
+        self.hvd.init()
+
+    def world_size(self):
+        return self.hvd.size()
+'''
+TRAIN = '''import torch
+
+from project.distributed import average, rank, setup
+from project.distributed import hvd
+
+
+def all_reduce_mean(x):  # the repository's own name, which an added helper must not shadow
+    return x
+
+
+def main():
+    setup()
+    for step in range(2):
+        print(rank(), hvd.size(), average(torch.ones(1)), all_reduce_mean(step))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _repo(root: Path) -> Path:
+    (root / "project").mkdir(parents=True)
+    (root / "project" / "__init__.py").write_text("")
+    (root / "project" / "distributed.py").write_text(WRAPPER)
+    (root / "project" / "backend.py").write_text(BACKEND)
+    (root / "train.py").write_text(TRAIN)
+    (root / "data.csv").write_bytes(b"a,b\r\n1,2\r\n")
+    # CRLF line endings and a Latin-1 coding line: both must survive the rewrite
+    (root / "crlf.py").write_bytes(b"import horovod.torch as hvd\r\nhvd.init()\r\nprint(hvd.rank())  # r\xe9sum\xe9\r\n"
+                                   .replace(b"import", b"# -*- coding: latin-1 -*-\r\nimport", 1))
+    return root
+
+
+def _names(code: str) -> set[str]:
+    return {node.name for node in ast.walk(ast.parse(code)) if isinstance(node, ast.FunctionDef)}
+
+
+def test_every_indirect_use_is_found_and_migrated(tmp_path):
+    tree = migrate_tree(Repository.read(_repo(tmp_path / "repo")))
+    code = {f.path: f.migration.code for f in tree.files}
+    assert set(code) == {"crlf.py", "project/backend.py", "project/distributed.py", "train.py"}
+    for path, text in code.items():
+        assert "import horovod" not in text and "hvd." not in text, path
+        compile(text, path, "exec")
+    # loaded by name, kept on the object: every self.hvd of the class is torch.distributed now
+    assert "dist.init_process_group()" in code["project/backend.py"]
+    assert "return dist.get_world_size()" in code["project/backend.py"]
+    assert {f.category for f in tree.files[1].migration.flags} == {"horovod left"}  # the string the loader read
+    # re-exported: train.py's `from project.distributed import hvd` is gone, its hvd.size() migrated
+    assert "dist.get_world_size()" in code["train.py"] and "import hvd" not in code["train.py"]
+    # the wrapper keeps its names and signatures: its callers are left alone
+    assert _names(code["project/distributed.py"]) == _names(WRAPPER)
+    assert "from project.distributed import average, rank, setup" in code["train.py"]
+
+
+def test_helpers_live_in_one_module_under_names_nobody_uses(tmp_path):
+    tree = migrate_tree(Repository.read(_repo(tmp_path / "repo")))
+    assert tree.helpers_path == "ddp_helpers.py"
+    helpers = _names(tree.helpers_code or "")
+    assert helpers == {"all_reduce_mean_2"}  # the repository has an all_reduce_mean of its own
+    wrapper = next(f for f in tree.files if f.path == "project/distributed.py").migration.code
+    assert "from ddp_helpers import all_reduce_mean_2" in wrapper and "def all_reduce_mean" not in wrapper
+    assert all("def all_reduce_mean_2" not in f.migration.code for f in tree.files)  # defined once
+
+
+def test_the_process_group_is_destroyed_only_where_the_job_ends(tmp_path):
+    tree = migrate_tree(Repository.read(_repo(tmp_path / "repo")))
+    code = {f.path: f.migration.code for f in tree.files}
+    # setup() only initialises: the group it makes must outlive it
+    assert "destroy_process_group" not in code["project/distributed.py"]
+    main = code["train.py"].split("def main():")[1]
+    assert "destroy_process_group" not in main  # train.py reaches Horovod only through the wrapper's setup()
+
+
+def test_output_tree_keeps_every_byte_it_does_not_change(tmp_path):
+    repo = _repo(tmp_path / "repo")
+    (repo / "train.py").chmod(0o755)
+    out = tmp_path / "out"
+    assert compare_main(["migrate", str(repo), "-o", str(out)]) == 6  # the loader's string is flagged
+    assert (out / "data.csv").read_bytes() == (repo / "data.csv").read_bytes()
+    assert (out / "project" / "__init__.py").read_bytes() == b""
+    crlf = (out / "crlf.py").read_bytes()
+    assert b"\r\n" in crlf and b"\n" not in crlf.replace(b"\r\n", b"")
+    assert "résumé".encode("latin-1") in crlf and b"dist.get_rank()" in crlf
+    assert (out / "train.py").stat().st_mode & 0o777 == 0o755
+    report = (out / "MIGRATION.md").read_text()
+    assert "project/backend.py" in report and "horovod left" in report and "--entry train.py" in report
+    assert not list(tmp_path.glob(".out.*"))  # no staging directory left behind
+
+
+def test_the_diff_applies_with_git_and_gives_the_same_tree(tmp_path):
+    repo = _repo(tmp_path / "repo")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    out = tmp_path / "out"
+    compare_main(["migrate", str(repo), "-o", str(out)])
+    diff = subprocess.run([sys.executable, "-m", "compare", "migrate", str(repo), "--diff"], capture_output=True,
+                          cwd=ROOT, check=False, timeout=300)
+    assert diff.returncode == 6, diff.stderr
+    applied = subprocess.run(["git", "apply", "-"], input=diff.stdout, cwd=repo, capture_output=True, check=False)
+    assert applied.returncode == 0, applied.stderr
+    for path in ("crlf.py", "train.py", "project/backend.py", "project/distributed.py", "ddp_helpers.py"):
+        assert (repo / path).read_bytes() == (out / path).read_bytes(), path
+
+
+def _commit(repo: Path) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+
+
+def test_in_place_only_on_a_clean_git_tree(tmp_path, capsys):
+    repo = _repo(tmp_path / "repo")
+    assert compare_main(["migrate", str(repo), "--in-place"]) == 2
+    assert "not in a git work tree" in capsys.readouterr().err
+    _commit(repo)
+    (repo / "train.py").write_text(TRAIN + "# edited\n")
+    assert compare_main(["migrate", str(repo), "--in-place"]) == 2
+    assert "uncommitted changes" in capsys.readouterr().err
+    subprocess.run(["git", "checkout", "."], cwd=repo, check=True)
+    out = tmp_path / "out"
+    compare_main(["migrate", str(repo), "-o", str(out)])
+    assert compare_main(["migrate", str(repo), "--in-place"]) == 6
+    for path in ("crlf.py", "train.py", "project/distributed.py", "ddp_helpers.py"):
+        assert (repo / path).read_bytes() == (out / path).read_bytes(), path
+    subprocess.run(["git", "checkout", "."], cwd=repo, check=True)
+    assert (repo / "train.py").read_text() == TRAIN  # git undoes it
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--in-place", "--diff"], "give one of -o, --in-place and --diff"),
+    (["--verify"], "needs --entry"),
+    (["-o", "OUT", "--verify", "--entry", "nope.py"], "--entry nope.py: no such Python file"),
+    (["--diff", "--verify", "--entry", "train.py"], "--verify runs the original beside its migration"),
+])
+def test_bad_repository_options_are_one_line_exit_2(tmp_path, capsys, args, message):
+    repo = _repo(tmp_path / "repo")
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    assert compare_main(["migrate", str(repo), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_repository_without_horovod_is_refused(tmp_path, capsys):
+    (tmp_path / "a.py").write_text("import torch\n")
+    assert compare_main(["migrate", str(tmp_path)]) == 2
+    assert "no Horovod use" in capsys.readouterr().err
+
+
+def test_an_existing_output_is_kept_without_force(tmp_path, capsys):
+    repo = _repo(tmp_path / "repo")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert compare_main(["migrate", str(repo), "-o", str(out)]) == 2
+    assert (out / "keep.txt").read_text() == "mine"
+    assert compare_main(["migrate", str(repo), "-o", str(out), "--force"]) == 6
+    assert not (out / "keep.txt").exists() and (out / "MIGRATION.md").exists()
