@@ -10,9 +10,12 @@ every file that changes, as bytes in the file's own encoding and line endings; t
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import dataclasses
 import difflib
 import io
+import multiprocessing
+import os
 import re
 import tokenize
 from pathlib import PurePosixPath
@@ -27,6 +30,7 @@ from compare.migrate.repository import Repository, SourceFile, imported_modules,
 from compare.migrate.rewrite import migrate_source
 from workload.errors import UsageError
 
+PER_WORKER = 8  # files a worker process must have to pay for its start
 HELPERS_MODULE = "ddp_helpers"  # the added module's name, made unique against the repository's names
 HOROVOD_TEXT = re.compile("horovod", re.IGNORECASE)  # HorovodStrategy, MyHorovodPlugin: a file worth parsing
 HOROVOD_MODULE = re.compile(r"^horovod(\.[\w.]+)?$", re.IGNORECASE)
@@ -141,19 +145,26 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     helper_names = {name: unique_name(name, taken) for name in HELPERS if unique_name(name, taken) != name}
     helpers_module = None if repository.single_file else unique_name(HELPERS_MODULE, taken)
     entries = _entry_paths(repository, parsed, entry)
+    normalized = {path: normalize(parsed[path], reexporters, _module_name(path)) for path in sorted(parsed)}
+    jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
+             path in entries) for path, (module, done) in normalized.items()]
+    # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
+    workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
+    if workers > 1:
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_rewrite, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+    else:
+        results = [_rewrite(job) for job in jobs]
     files = []
-    for path in sorted(parsed):
-        module, done = normalize(parsed[path], reexporters, _module_name(path))
-        try:
-            migration = migrate_source(module.code, helpers_module=helpers_module, helper_names=helper_names,
-                                       end_of_job=path in entries)
-        except NotMigratable as exc:
+    for (path, _, _, _, _), result in zip(jobs, results, strict=True):
+        done = normalized[path][1]
+        if isinstance(result, str):  # not migratable
             if not done and not repository.single_file:
                 continue  # the word only (a comment, a string): the output check names what remains
-            raise UsageError(f"{repository.root / path if not repository.single_file else path}: {exc}") from None
-        migration.source = repository.files[path].text
-        migration.flags += _leftovers(migration)
-        files.append(FileMigration(path, repository.files[path], migration, done, path in entries))
+            raise UsageError(f"{repository.root / path if not repository.single_file else path}: {result}")
+        result.source = repository.files[path].text
+        result.flags += _leftovers(result)
+        files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
         raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
     tree = TreeMigration(repository, files, entry)
@@ -162,6 +173,15 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     if helpers_module and used:
         tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
     return tree
+
+
+def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool]) -> Migration | str:
+    """One file's rewrite (in a worker process, maybe): the Migration, or why the file is not migratable."""
+    _, code, helpers_module, helper_names, end_of_job = job
+    try:
+        return migrate_source(code, helpers_module=helpers_module, helper_names=helper_names, end_of_job=end_of_job)
+    except NotMigratable as exc:
+        return str(exc)
 
 
 def _imports_helper(code: str, name: str, renamed: dict[str, str], module: str | None) -> bool:

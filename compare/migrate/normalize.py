@@ -178,7 +178,9 @@ def _import(module: str, name: str) -> cst.Import:
 def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str,
               ) -> tuple[cst.Module, list[Normalized]]:
     """The file with its indirect Horovod uses written as imports, and what was so written."""
-    wrapper = cst.metadata.MetadataWrapper(module)
+    if not any(loader in module.code for loader in ("import_module", "__import__")) and not reexports:
+        return module, []  # nothing to normalize (the common case): no second walk
+    wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     transform = Normalize(reexports, module_name)
     new = wrapper.visit(transform)
     # A method whose only statement was the loader is left empty: `pass` keeps it valid.

@@ -65,7 +65,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     except cst.ParserSyntaxError as exc:
         raise NotMigratable(f"not valid Python (line {exc.raw_line}, column {exc.raw_column}): "
                             f"{str(exc.message).splitlines()[0]}") from None
-    wrapper = MetadataWrapper(module)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # parsed here: nobody else holds it
     uses = HorovodUses(wrapper)
     wrapper.module.visit(uses)
     uses.plan_lightning()
