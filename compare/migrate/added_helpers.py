@@ -59,6 +59,22 @@ def broadcast_object(obj, src=0):
     dist.broadcast_object_list(box, src=src)
     return box[0]
 ''',
+    "average_gradients_at_step": '''
+def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
+    """hvd.DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
+    model is another module's, or a function's argument): before each step(), every gradient the optimizer
+    updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
+    overlap of communication with backward)."""
+    def average_gradients(optimizer, args, kwargs):
+        for group in optimizer.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is not None:
+                    dist.all_reduce(parameter.grad, op=op)
+                    if average:
+                        parameter.grad.div_(dist.get_world_size())
+    optimizer.register_step_pre_hook(average_gradients)
+    return optimizer
+''',
     "mark_last": '''
 def mark_last(iterable):
     """backward_passes_per_step=k over an inner loop: each item with whether it is the last pass, whose

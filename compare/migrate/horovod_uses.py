@@ -166,12 +166,20 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         if m.findall(node.body, m.Call(func=m.Attribute(attr=m.Name("step")))):
             self.step_guards.append(node)
 
+    def _check_optimizer_op(self, keywords: dict) -> None:
+        op = keywords.get("op")
+        if op is not None:
+            names = {self.hvd_name(a) for a in m.findall(op, m.Attribute())}
+            if "Adasum" not in names and names - {"Average"}:
+                self.flag(op, "unrecognised", notes.OPTIMIZER_OP)
+
     def _distributed_optimizer(self, node: cst.Call, keywords: dict) -> None:
         stmt = self.statement_of(node)
         assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is node):
-            self.flag(node, "unrecognised", "hvd.DistributedOptimizer(...) other than as `name = hvd.Distributed"
-                                            "Optimizer(...)`: wrap the model in DDP by hand")
+            # Returned by a wrapper, passed on: no model to wrap here; its gradients are averaged at step().
+            self.step_hook_optimizers.append(node)
+            self._check_optimizer_op(keywords)
             return
         target = get_full_name_for_node(assign.targets[0].target)
         self.optimizers.add(target or "")
@@ -180,11 +188,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         inner_params = argument(inner, 0, "params") if isinstance(inner, cst.Call) else None
         self.model = (receiver_of(keywords.get("named_parameters"), "named_parameters") or self.model
                       or receiver_of(inner_params, "parameters"))
-        op = keywords.get("op")
-        if op is not None:
-            names = {self.hvd_name(a) for a in m.findall(op, m.Attribute())}
-            if "Adasum" not in names and names - {"Average"}:
-                self.flag(op, "unrecognised", notes.OPTIMIZER_OP)
+        self._check_optimizer_op(keywords)
         for dropped in ("gradient_predivide_factor", "groups", "sparse_as_dense", "num_groups"):
             if dropped in keywords and dropped in ("groups", "num_groups"):
                 self.flag(node, "unrecognised", f"DistributedOptimizer({dropped}=...): DDP buckets by size "

@@ -287,3 +287,10 @@ SPARK_UNRECOGNISED = ("Not migrated (only horovod.spark.run and sparkdl.HorovodR
                       "(docs/migration.md, \"Spark and Databricks\").")
 RAY_HOROVOD_IMPORT = ("horovod.torch is gone: Ray Train makes the process group and prepare_model wraps the model; "
                       "torch.distributed is imported only where a collective needs it.")
+
+STEP_HOOK_OPTIMIZER = (
+    "No DistributedDataParallel can be made here that the caller trains through (the model is a function's "
+    "argument, or not named), so the optimizer keeps Horovod's meaning another way: before each step() it sums "
+    "every gradient over the ranks and divides by their number (op=hvd.Sum: no division), as hvd.Distributed"
+    "Optimizer did. It trains the same; it is slower than DDP, which overlaps the communication with backward(): "
+    "for speed, wrap the model in DistributedDataParallel where it is built and drop this line.")

@@ -74,10 +74,6 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
     uses.flag_elastic_commits()
-    if uses.dist_optimizer_stmt is not None and not uses.model:
-        uses.flag(uses.dist_optimizer_stmt, "unrecognised", "cannot tell which model this optimizer trains (give "
-                                                            "named_parameters=model.named_parameters()): wrap it "
-                                                            "in DistributedDataParallel by hand")
     transformer = transformer_for(False)
     new = wrapper.module.visit(transformer)
     if _remaining_hvd(new, uses.hvd | uses.horovod):

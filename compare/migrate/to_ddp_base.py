@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.helpers import get_full_name_for_node
 
 from compare.migrate.added_helpers import HELPER_IMPORTS, HELPERS
 from compare.migrate.horovod_uses import HorovodUses
@@ -36,6 +37,12 @@ class RewriteBase(m.MatcherDecoratableTransformer):
         self.model = None if uses.lightning else uses.model  # Lightning's strategy wraps the model itself
         self.dist_import: cst.CSTNode | None = None  # the `import torch.distributed as dist` made from hvd's
         stmts = [*uses.broadcast_parameters_stmts, *([uses.dist_optimizer_stmt] if uses.dist_optimizer_stmt else [])]
+        # No DDP where the caller would never train through it (a function's argument the function does not
+        # return): the broadcasts stay broadcasts, and a DistributedOptimizer (or one whose model is not named)
+        # averages its gradients at step() instead.
+        if self.model and stmts and _argument_not_returned(uses, self.model, max(stmts, key=uses.line)):
+            self.model = None
+        self.step_hook = uses.dist_optimizer_stmt is not None and not uses.lightning and not self.model
         self.wrap_stmt = max(stmts, key=uses.line) if (stmts and self.model) else None
         self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt else None
         self.wrap_function: cst.FunctionDef | None = None
@@ -70,3 +77,18 @@ class RewriteBase(m.MatcherDecoratableTransformer):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self.function_depth.pop()
         return updated
+
+
+def _argument_not_returned(uses: HorovodUses, model: str, statement: cst.CSTNode) -> bool:
+    """The model is a parameter of the function the optimizer is made in, and that function does not return it:
+    a DDP made there would be a local name the caller never trains through."""
+    node = statement
+    while not isinstance(node, (cst.FunctionDef, cst.Module)):
+        node = uses.parents[node]
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    params = {p.name.value for p in [*node.params.params, *node.params.posonly_params, *node.params.kwonly_params]}
+    if model not in params:
+        return False
+    returned = {get_full_name_for_node(r.value) for r in m.findall(node.body, m.Return()) if r.value is not None}
+    return model not in returned

@@ -52,6 +52,8 @@ class ExpressionRewrites(RewriteBase):
             return self._allreduce(original, updated, name)
         if name in ("allgather", "broadcast", "broadcast_", "allgather_object", "broadcast_object"):
             return self._collective(original, updated, name)
+        if name == "DistributedOptimizer" and (self.step_hook or original in uses.step_hook_optimizers):
+            return self._step_hook_optimizer(original, updated)
         if name == "DistributedOptimizer" and self.model:  # (without a model it stays, flagged)
             inner = argument(updated, 0, "optimizer")
             return inner if inner is not None else updated
@@ -70,6 +72,17 @@ class ExpressionRewrites(RewriteBase):
             self.note(original, f"{self.model}.module.{original.func.attr.value}(...)", notes.MODULE_STATE)  # type: ignore[union-attr]
             return updated.with_changes(func=func)
         return updated
+
+    def _step_hook_optimizer(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        inner = argument(updated, 0, "optimizer")
+        if inner is None:
+            return updated
+        op = argument(original, 99, "op")
+        summed = op is not None and self.uses.hvd_name(op) == "Sum"
+        code = cst.Module([]).code_for_node(inner)
+        call = f"{self.helper('average_gradients_at_step')}({code}{', average=False' if summed else ''})"
+        self.note(original, call, notes.STEP_HOOK_OPTIMIZER)
+        return parse_expr(call)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         name = self.uses.hvd_name(original)

@@ -75,12 +75,21 @@ class StatementRewrites(RewriteBase):
                   notes.BROADCAST_PARAMETERS_BY_HAND)
         return out
 
+    def _an_argument(self, statement: cst.CSTNode, name: str) -> bool:
+        """name is a parameter of the function the statement is in: whether its state came from a checkpoint is
+        the caller's to know, so what Horovod broadcast stays broadcast."""
+        node = statement
+        while not isinstance(node, (cst.FunctionDef, cst.Module)):
+            node = self.uses.parents[node]
+        return isinstance(node, cst.FunctionDef) and name in {
+            p.name.value for p in [*node.params.params, *node.params.posonly_params, *node.params.kwonly_params]}
+
     def _broadcast_optimizer_state(self, original: cst.SimpleStatementLine, call: cst.Call,
                                    ) -> list[cst.BaseStatement]:
         optimizer = self.uses.module.code_for_node(argument(call, 0, "optimizer"))  # type: ignore[arg-type]
         root = argument(call, 1, "root_rank")
         root_code = self.uses.module.code_for_node(root) if root is not None else "0"
-        if optimizer not in self.uses.loaded_optimizers:
+        if optimizer not in self.uses.loaded_optimizers and not self._an_argument(original, optimizer):
             self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH)
             return []
         out = [parse_stmt(f"optimizer_state = [{optimizer}.state_dict()]"),

@@ -31,6 +31,7 @@ class UsesBase(m.MatcherDecoratableVisitor):
         self.loaded_optimizers: set[str] = set()
         self.dist_optimizer_stmt: cst.SimpleStatementLine | None = None
         self.dist_optimizer_call: cst.Call | None = None
+        self.step_hook_optimizers: list[cst.Call] = []  # DistributedOptimizer(...) not as `name = ...(...)`
         self.broadcast_parameters_stmts: list[cst.SimpleStatementLine] = []
         self.join_loops: dict[int, cst.CSTNode] = {}   # id(loop) -> the hvd.join() statement that follows it
         self.backward_stmts: list[cst.SimpleStatementLine] = []
