@@ -22,8 +22,9 @@ from pathlib import PurePosixPath
 
 import libcst as cst
 
+from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
-from compare.migrate.migration import Flag, Migration, NotMigratable
+from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_bindings, normalize
 from compare.migrate.repository import Repository, SourceFile, imported_modules, unique_name
@@ -147,7 +148,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     entries = _entry_paths(repository, parsed, entry)
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path)) for path in sorted(parsed)}
     jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
-             path in entries) for path, (module, done) in normalized.items()]
+             path in entries) for path, (module, done, _) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
     workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
     if workers > 1:
@@ -158,11 +159,17 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     files = []
     for (path, _, _, _, _), result in zip(jobs, results, strict=True):
         done = normalized[path][1]
-        if isinstance(result, str):  # not migratable
-            if not done and not repository.single_file:
-                continue  # the word only (a comment, a string): the output check names what remains
-            raise UsageError(f"{repository.root / path if not repository.single_file else path}: {result}")
+        if isinstance(result, str):  # nothing migratable in it
+            if done or repository.single_file:
+                raise UsageError(f"{repository.root / path if not repository.single_file else path}: {result}")
+            # The word only: a comment, prose, or a module name a loader reads that the rewrite cannot see.
+            untouched = Migration(repository.files[path].text, repository.files[path].text, [], [])
+            untouched.flags = _leftovers(untouched)
+            if untouched.flags:
+                files.append(FileMigration(path, repository.files[path], untouched, [], path in entries))
+            continue
         result.source = repository.files[path].text
+        _drop_spent_constants(result, normalized[path][2])
         result.flags += _leftovers(result)
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
@@ -173,6 +180,26 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     if helpers_module and used:
         tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
     return tree
+
+
+def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
+    """A constant that only told a loader which Horovod module to load (`BACKEND_MODULE = "horovod.torch"`) goes
+    with the loader, where nothing else reads it."""
+    for name in spent:
+        found = [t for t in tokenize_names_list(migration.code) if t == name]
+        pattern = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=[ \t]*[\"']horovod[\w.]*[\"'][ \t]*(#.*)?\n",
+                             re.MULTILINE | re.IGNORECASE)
+        if len(found) == 1 and (match := pattern.search(migration.code)):
+            line = migration.source.count("\n", 0, migration.source.find(match.group(0).strip())) + 1
+            migration.code = migration.code[:match.start()] + migration.code[match.end():]
+            migration.changes.append(Change(line, match.group(0).strip(), "", notes.SPENT_CONSTANT))
+
+
+def tokenize_names_list(code: str) -> list[str]:
+    try:
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type == tokenize.NAME]
+    except (tokenize.TokenError, SyntaxError):
+        return []
 
 
 def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool]) -> Migration | str:
@@ -193,6 +220,7 @@ def _leftovers(migration: Migration) -> list[Flag]:
     reads, a registry's key). Docstrings, comments and attribute names (`args.horovod`) are prose or switches."""
     new_to_old = {new: old for old, new in map_lines(migration.source, migration.code).items() if new is not None}
     flagged = {flag.line for flag in migration.flags}
+    noted: set[int] = set()
     found, previous = [], ""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(migration.code).readline))
@@ -205,9 +233,16 @@ def _leftovers(migration: Migration) -> list[Flag]:
             not migration.flags
         if token.type == tokenize.STRING:
             try:
-                named = bool(HOROVOD_MODULE.match(str(ast.literal_eval(token.string))))
+                value = str(ast.literal_eval(token.string))
             except (ValueError, SyntaxError):
-                named = False
+                value = ""
+            # "horovod.torch" is a module a loader may read; "horovod" alone is a name a user chooses (a backend's,
+            # a registry's key), which now selects the migrated code: noted, not flagged.
+            named = bool(HOROVOD_MODULE.match(value)) and value.lower() != "horovod"
+            if value.lower() == "horovod" and (line := new_to_old.get(token.start[0], 0)) not in noted:
+                noted.add(line)
+                migration.changes.append(Change(line, lines[token.start[0] - 1].strip()[:100],
+                                                lines[token.start[0] - 1].strip()[:100], notes.HOROVOD_NAME_KEPT))
         if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
             previous = token.string
         line = new_to_old.get(token.start[0], 0)

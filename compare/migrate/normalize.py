@@ -75,6 +75,7 @@ class Normalize(cst.CSTTransformer):
         self.held: dict[str, str] = {}      # attribute kept on an object -> module-level name it becomes
         self.module_imports: list[tuple[str, str]] = []  # (horovod module, name) to bind at module level
         self.done: list[Normalized] = []
+        self.spent: set[str] = set()        # constants holding a Horovod module's name that a loader read
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(cst.metadata.PositionProvider, node).start.line
@@ -93,10 +94,12 @@ class Normalize(cst.CSTTransformer):
     def _text(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, cst.SimpleString):
             return str(node.evaluated_value)
-        if isinstance(node, cst.Name):
-            return self.constants.get(node.value)
-        if isinstance(node, cst.Attribute) and self.classes:
-            return self.classes[-1].get(node.attr.value)  # self.X, cls.X, Class.X: the enclosing class's
+        if isinstance(node, cst.Name) and node.value in self.constants:
+            self.spent.add(node.value)
+            return self.constants[node.value]
+        if isinstance(node, cst.Attribute) and self.classes and node.attr.value in self.classes[-1]:
+            self.spent.add(node.attr.value)
+            return self.classes[-1][node.attr.value]  # self.X, cls.X, Class.X: the enclosing class's
         return None
 
     def _loaded(self, value: cst.BaseExpression) -> str | None:
@@ -176,15 +179,16 @@ def _import(module: str, name: str) -> cst.Import:
 
 
 def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str,
-              ) -> tuple[cst.Module, list[Normalized]]:
-    """The file with its indirect Horovod uses written as imports, and what was so written."""
+              ) -> tuple[cst.Module, list[Normalized], set[str]]:
+    """The file with its indirect Horovod uses written as imports, what was so written, and the constants that
+    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them)."""
     if not any(loader in module.code for loader in ("import_module", "__import__")) and not reexports:
-        return module, []  # nothing to normalize (the common case): no second walk
+        return module, [], set()  # nothing to normalize (the common case): no second walk
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     transform = Normalize(reexports, module_name)
     new = wrapper.visit(transform)
     # A method whose only statement was the loader is left empty: `pass` keeps it valid.
-    return new.visit(_FillEmpty()), transform.done
+    return new.visit(_FillEmpty()), transform.done, transform.spent
 
 
 class _FillEmpty(cst.CSTTransformer):
