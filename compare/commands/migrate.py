@@ -20,6 +20,7 @@ no loss and cannot be timed either. The speed verdict never changes the status.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +65,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                              "then `compare check` the two run records")
     verify.add_argument("--entry", default=None, metavar="PATH_IN_REPO",
                         help="a repository's entry point, relative to its root (the script horovodrun ran)")
+    verify.add_argument("--ddp-args", default=None, metavar="ARGS",
+                        help="the migrated side's own arguments, in place of those after -- (e.g. \"--distributed "
+                             "--epochs 1\" where the migration refuses --horovod)")
     verify.add_argument("--verify-out", type=Path, default=None,
                         help="where the two run directories go (default: results/migrate/SCRIPT-STEM)")
     verify.add_argument("--np", type=int, default=2, help="processes on each side")
@@ -105,6 +109,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _check_options(ns: argparse.Namespace) -> None:
     if ns.in_place + ns.diff + (ns.out is not None) > 1:
         raise UsageError("give one of -o, --in-place and --diff")
+    if ns.ddp_args is not None and not ns.verify:
+        raise UsageError("--ddp-args goes with --verify")
     if ns.verify and (ns.in_place or ns.diff):
         raise UsageError("--verify runs the original beside its migration: give -o OUT (not --in-place or --diff)")
     if ns.entry is not None and not ns.script.is_dir():
@@ -181,7 +187,9 @@ def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: P
             return EXIT_RUN_FAILED
 
     verify_out = (ns.verify_out or Path("results/migrate") / ns.script.resolve().stem).resolve()
+    migrated_args = shlex.split(ns.ddp_args) if ns.ddp_args is not None else None
     return verify(original, out, ns.script_args, verify_out, np=ns.np, mode=mode, roots=roots,
+                  migrated_args=migrated_args,
                   controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
                   eval_regex=ns.eval_regex, step_from=ns.step_from, speed_rounds=ns.speed_rounds,
                   warmup=ns.warmup, throughput_regex=ns.throughput_regex)

@@ -29,6 +29,7 @@ from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_bindings, normalize
 from compare.migrate.repository import Repository, SourceFile, imported_modules, unique_name
 from compare.migrate.rewrite import migrate_source
+from compare.migrate.switches import Removed, horovod_only_in_switches, probe_aliases, remove_horovod_path
 from workload.errors import UsageError
 
 PER_WORKER = 8  # files a worker process must have to pay for its start
@@ -146,6 +147,9 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     helper_names = {name: unique_name(name, taken) for name in HELPERS if unique_name(name, taken) != name}
     helpers_module = None if repository.single_file else unique_name(HELPERS_MODULE, taken)
     entries = _entry_paths(repository, parsed, entry)
+    switched = _remove_horovod_paths(repository, parsed)
+    if switched is not None:
+        return _tree_of_switched(repository, parsed, switched, entries, entry)
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path)) for path in sorted(parsed)}
     jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
              path in entries) for path, (module, done, _) in normalized.items()]
@@ -180,6 +184,42 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     if helpers_module and used:
         tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
     return tree
+
+
+def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
+                          ) -> dict[str, tuple[cst.Module, list[Removed]]] | None:
+    """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
+    probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code."""
+    if not any(word in s.text for s in repository.files.values()
+               for word in ("init_process_group", "DistributedDataParallel")):
+        return None
+    probes = {name: found for path, module in parsed.items() if (found := probe_aliases(module))
+              for name in repository.files[path].module_names}
+    aliases = {}
+    for path, module in parsed.items():
+        imported = imported_modules(module, _module_name(path))
+        names = probe_aliases(module) | horovod_bindings(module) | {
+            name for source, taken in imported.items() for name in taken & probes.get(source, set())}
+        names |= {n for source, taken in imported.items() if source.startswith("horovod") for n in taken}
+        aliases[path] = names
+        if not probes or not horovod_only_in_switches(module, names):
+            return None
+    return {path: remove_horovod_path(module, aliases[path]) for path, module in parsed.items()}
+
+
+def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
+                      switched: dict[str, tuple[cst.Module, list[Removed]]], entries: set[str], entry: str | None,
+                      ) -> TreeMigration:
+    files = []
+    for path in sorted(parsed):
+        module, removed = switched[path]
+        source = repository.files[path]
+        migration = Migration(source.text, module.code,
+                              [Change(r.line, r.before, r.after, r.why) for r in removed], [])
+        migration.flags = _leftovers(migration)
+        if migration.code != source.text or migration.flags:
+            files.append(FileMigration(path, source, migration, [], path in entries))
+    return TreeMigration(repository, files, entry)
 
 
 def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:

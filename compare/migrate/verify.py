@@ -92,10 +92,13 @@ def every_rank_finished(output: str) -> bool:
 
 
 def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
-                    controller: str, original_prefix: tuple[str, ...] = ()) -> dict[str, list[str]]:
+                    controller: str, original_prefix: tuple[str, ...] = (),
+                    migrated_args: list[str] | None = None) -> dict[str, list[str]]:
     """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/lines.py).
-    `original_prefix`: put before the original script (a front-end's stand-in, compare/migrate/spark_launch.py)."""
-    horovod, ddp = [*original_prefix, str(original), *script_args], [str(migrated), *script_args]
+    `original_prefix`: put before the original script (a front-end's stand-in, compare/migrate/spark_launch.py);
+    `migrated_args`: the migrated side's own arguments (`--horovod` became `--distributed`), else script_args."""
+    horovod = [*original_prefix, str(original), *script_args]
+    ddp = [str(migrated), *(script_args if migrated_args is None else migrated_args)]
     if mode == "api":  # the scripts start their own workers
         return {"horovod": [sys.executable, *horovod], "ddp": [sys.executable, *ddp]}
     return {"horovod": horovodrun(np, controller, [sys.executable, *horovod]), "ddp": torchrun(np, ddp)}
@@ -292,11 +295,12 @@ def speed_launches(commands: dict[str, list[str]], out: Path, rounds: int, *, np
 def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, mode: LaunchMode,
            controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
            step_from: str = "log", speed_rounds: int = 0, warmup: int = 5,
-           throughput_regex: str | None = None, roots: dict[str, Path] | None = None) -> int:
+           throughput_regex: str | None = None, roots: dict[str, Path] | None = None,
+           migrated_args: list[str] | None = None) -> int:
     """`roots`: each side's repository root, put on its PYTHONPATH (a repository's modules import each other from
     there); by default the original script's directory, for both."""
     commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller,
-                               original_prefix=mode.original_prefix)
+                               original_prefix=mode.original_prefix, migrated_args=migrated_args)
     dirs = {name: out / name for name in commands}
     script_dirs = {name: (roots or {}).get(name, original.parent) for name in commands}
     launched = mode.sides or (("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api"
