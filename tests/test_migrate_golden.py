@@ -1,0 +1,125 @@
+"""Golden before/after files: every fixture repository (examples/repos/) and example script
+(examples/horovod_scripts/, examples/platform_scripts/) migrated, compared with the output stored under
+tests/data/golden/ (as LibCST's assertCodemod compares a codemod's output with the expected text). A change to the
+rewrite shows here as a diff to review; `UPDATE_GOLDEN=1 pytest tests/test_migrate_golden.py` rewrites the files
+after that review. The behavioural tests (through the launchers) say whether the output trains the same; these
+say that it did not change unseen. Beside them: the static checks every output must pass."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+from compare.migrate.migrate_tree import TreeMigration, migrate_tree
+from compare.migrate.repository import Repository
+from compare.migrate.tree_report import render_tree
+
+GOLDEN = ROOT / "tests" / "data" / "golden"
+REPOS = sorted(p for p in (ROOT / "examples" / "repos").iterdir() if p.is_dir()) if (
+    ROOT / "examples" / "repos").is_dir() else []
+SCRIPTS = sorted([*(ROOT / "examples" / "horovod_scripts").glob("*.py"),
+                  *(ROOT / "examples" / "platform_scripts").glob("*.py")])
+SCRIPTS = [p for p in SCRIPTS if "horovod" in p.read_text().lower() and "standin" not in p.name]
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+def _outputs(tree: TreeMigration, name: str) -> dict[str, bytes]:
+    out = dict(tree.outputs())
+    out["MIGRATION.md"] = render_tree(tree, name, f"{name}_ddp").encode()
+    return out
+
+
+def _compare(expected_dir: Path, outputs: dict[str, bytes]) -> None:
+    if UPDATE:
+        for path, data in outputs.items():
+            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (expected_dir / path).write_bytes(data)
+        return
+    stored = {p.relative_to(expected_dir).as_posix() for p in expected_dir.rglob("*") if p.is_file()}
+    assert stored == set(outputs), f"files differ from {expected_dir}: UPDATE_GOLDEN=1 after review"
+    for path, data in outputs.items():
+        assert (expected_dir / path).read_bytes().decode() == data.decode(), f"{path} differs from the golden file"
+
+
+@pytest.mark.parametrize("repo", REPOS, ids=[p.name for p in REPOS])
+def test_fixture_repository_migrates_to_its_golden_tree(repo):
+    tree = migrate_tree(Repository.read(repo))
+    _compare(GOLDEN / "repos" / repo.name, _outputs(tree, f"examples/repos/{repo.name}"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+def test_example_script_migrates_to_its_golden_file(script):
+    tree = migrate_tree(Repository.read(script))
+    expected = GOLDEN / "scripts" / f"{script.stem}_ddp.py"
+    code = tree.files[0].migration.code
+    if UPDATE:
+        expected.parent.mkdir(parents=True, exist_ok=True)
+        expected.write_text(code)
+        return
+    assert expected.read_text() == code, f"{script.name} migrates to other text than {expected}"
+
+
+def _ruff(paths: list[Path]) -> dict[str, int]:
+    """Undefined and redefined names (F821, F811) per file, as ruff finds them."""
+    found: dict[str, int] = {}
+    if not paths:
+        return found
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select",
+                             "F821,F811", "--output-format", "concise", *map(str, paths)], capture_output=True,
+                            text=True, check=False)
+    for line in result.stdout.splitlines():
+        if ":" in line and ("F821" in line or "F811" in line):
+            name = Path(line.split(":")[0]).name
+            found[name] = found.get(name, 0) + 1
+    return found
+
+
+@pytest.mark.parametrize("source", [*REPOS, *SCRIPTS], ids=[p.stem for p in [*REPOS, *SCRIPTS]])
+def test_the_output_binds_every_name_and_shadows_none_the_original_did_not(source, tmp_path):
+    """ruff's F821 (undefined name) and F811 (redefined) on the migrated files, counted against the original's:
+    a migration adds none. Each added helper is defined once, in one place."""
+    tree = migrate_tree(Repository.read(source))
+    written, originals = [], []
+    for path, data in tree.outputs().items():
+        (tmp_path / "new" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "new" / path).write_bytes(data)
+        written.append(tmp_path / "new" / path)
+        if path in tree.repository.files:
+            (tmp_path / "old" / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "old" / path).write_bytes(tree.repository.files[path].raw)
+            originals.append(tmp_path / "old" / path)
+    before, after = _ruff(originals), _ruff(written)
+    assert all(after.get(name, 0) <= before.get(name, 0) for name in after), (before, after)
+    # the helpers, once: in the helpers module (a repository) or after the imports (a script), never twice
+    marked = [path for path, data in tree.outputs().items() if b"Added by `python -m compare migrate`" in data]
+    assert len(marked) <= 1, marked
+    for data in tree.outputs().values():
+        names = [line.split("(")[0] for line in data.decode(errors="replace").splitlines() if line.startswith("def ")]
+        assert len(names) == len(set(names)), names
+
+
+@pytest.mark.parametrize("repo", REPOS, ids=[p.name for p in REPOS])
+def test_no_process_group_is_destroyed_before_its_last_use(repo):
+    """destroy_process_group() only where the job ends: never in a module the entry imports, and in the entry
+    only after every other use of dist."""
+    tree = migrate_tree(Repository.read(repo))
+    for migrated in tree.files:
+        lines = migrated.migration.code.splitlines()
+        destroys = [i for i, line in enumerate(lines) if "destroy_process_group()" in line]
+        if not migrated.entry:
+            assert not destroys or "destroy_process_group" in migrated.source.text  # the repository's own
+            continue
+        for index in destroys:
+            indent = len(lines[index]) - len(lines[index].lstrip())
+            block = lines[index + 1:]
+            later = []
+            for line in block:
+                if line.strip() and len(line) - len(line.lstrip()) < indent:
+                    break
+                later.append(line)
+            assert not any("dist." in line for line in later), f"{migrated.path}: a use after the group is gone"
