@@ -299,3 +299,5 @@ SPENT_CONSTANT = ("This constant only named the Horovod module a loader imported
 HOROVOD_NAME_KEPT = ("The name \"horovod\" is kept where a user chooses it (a backend's or a registry's key, a "
                      "command-line choice): it now selects the migrated, torch.distributed code. Rename it when "
                      "your users are told.")
+MODULE_ATTRIBUTE = ("An attribute of the model itself: DistributedDataParallel does not forward attributes it "
+                    "does not have, so it is read from the module it wraps (.module).")
