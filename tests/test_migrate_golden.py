@@ -8,6 +8,7 @@ say that it did not change unseen. Beside them: the static checks every output m
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,39 @@ def test_no_process_group_is_destroyed_before_its_last_use(repo):
                     break
                 later.append(line)
             assert not any("dist." in line for line in later), f"{migrated.path}: a use after the group is gone"
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, capture_output=True,
+                          check=True)
+
+
+@pytest.mark.parametrize("repo", REPOS, ids=[p.name for p in REPOS])
+def test_in_place_and_diff_give_the_output_tree(repo, tmp_path, capsys):
+    """On a clean git clone: --in-place gives the -o tree, file for file; --diff applies with `git apply` to the
+    same; `git checkout .` undoes the in-place rewrite."""
+    from compare.__main__ import main as compare_main
+
+    out = tmp_path / "out"
+    status = compare_main(["migrate", str(repo), "-o", str(out)])
+    clones = []
+    for name in ("in_place", "diffed"):
+        clone = tmp_path / name
+        shutil.copytree(repo, clone, ignore=shutil.ignore_patterns("__pycache__"))
+        _git(clone, "init", "-q")
+        _git(clone, "add", "-A")
+        _git(clone, "commit", "-qm", "original")
+        clones.append(clone)
+    assert compare_main(["migrate", str(clones[0]), "--in-place"]) == status
+    diff = subprocess.run([sys.executable, "-m", "compare", "migrate", str(clones[1]), "--diff"], cwd=ROOT,
+                          capture_output=True, check=False, timeout=300)
+    assert diff.returncode == status, diff.stderr
+    subprocess.run(["git", "apply", "-"], input=diff.stdout, cwd=clones[1], check=True)
+    for path in out.rglob("*"):
+        if path.is_file() and path.name != "MIGRATION.md":
+            relative = path.relative_to(out)
+            assert (clones[0] / relative).read_bytes() == path.read_bytes(), relative
+            assert (clones[1] / relative).read_bytes() == path.read_bytes(), relative
+    _git(clones[0], "checkout", ".")
+    for path in repo.rglob("*.py"):
+        assert (clones[0] / path.relative_to(repo)).read_bytes() == path.read_bytes()
