@@ -45,6 +45,7 @@ def main() -> None:
         sampler.set_epoch(epoch)
         step = train_one_epoch(model, optimizer, loader, args, rank, step)
     if args.distributed:
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 

@@ -29,4 +29,5 @@ if __name__ == "__main__":
     args = parser.parse_args()
     dist.init_process_group("gloo")
     run(args)
+    dist.barrier()
     dist.destroy_process_group()

@@ -41,6 +41,7 @@ def main() -> None:
             step += 1
             if dist.get_rank() == 0:
                 print(f"step {step} loss {g_loss.item():.6f} d_loss {d_loss.item():.6f}", flush=True)
+    dist.barrier()
     dist.destroy_process_group()
 
 

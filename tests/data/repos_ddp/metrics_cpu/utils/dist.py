@@ -32,4 +32,5 @@ def sum_counts(counts: list[float], name: str) -> list[float]:
 
 
 def cleanup() -> None:
+    torch_dist.barrier()
     torch_dist.destroy_process_group()
