@@ -1,0 +1,47 @@
+"""Entry point: horovodrun -np 2 -H localhost:2 --gloo python train.py --epochs 1"""
+
+import argparse
+
+import horovod.torch as hvd
+import torch
+
+from data import NoiseSource, ring_loader
+from gan import train_step
+from models import Discriminator, Generator
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64, help="per worker")
+    parser.add_argument("--lr", type=float, default=1e-3, help="per worker: scaled by the world size")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+
+    hvd.init()
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    loader, sampler = ring_loader(args.batch_size, hvd.rank(), hvd.size(), args.seed)
+    noise = NoiseSource(args.seed, hvd.rank())
+
+    generator, discriminator = Generator(), Discriminator()
+    lr = args.lr * hvd.size()
+    opt_g = torch.optim.Adam(generator.parameters(), lr=lr, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=lr, betas=(0.5, 0.999))
+    hvd.broadcast_parameters(generator.state_dict(), root_rank=0)
+    hvd.broadcast_parameters(discriminator.state_dict(), root_rank=0)
+    opt_g = hvd.DistributedOptimizer(opt_g, named_parameters=generator.named_parameters(prefix="generator"))
+    opt_d = hvd.DistributedOptimizer(opt_d, named_parameters=discriminator.named_parameters(prefix="discriminator"))
+
+    step = 0
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for (real,) in loader:
+            g_loss, d_loss = train_step(generator, discriminator, opt_g, opt_d, real, noise.sample(len(real)))
+            step += 1
+            if hvd.rank() == 0:
+                print(f"step {step} loss {g_loss.item():.6f} d_loss {d_loss.item():.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

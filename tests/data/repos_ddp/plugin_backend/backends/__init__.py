@@ -1,0 +1,13 @@
+"""Distributed backends, chosen by name on the command line (--backend)."""
+
+from backends.base import Backend
+from backends.ddp_backend import DDPBackend
+from backends.local import LocalBackend
+
+BACKENDS: dict[str, type[Backend]] = {"ddp": DDPBackend, "local": LocalBackend}
+
+
+def get_backend(name: str) -> Backend:
+    if name not in BACKENDS:
+        raise SystemExit(f"unknown backend {name!r}: one of {', '.join(sorted(BACKENDS))}")
+    return BACKENDS[name]()

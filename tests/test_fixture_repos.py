@@ -1,0 +1,196 @@
+"""The project's fixture repositories (examples/repos/): Horovod spread over a repository as public code spreads
+it. Each original runs under horovodrun at np 2 and prints its losses; its hand-written DDP migration
+(tests/data/repos_ddp/, the reference for what `compare migrate` must produce) trains the same under torchrun
+(`compare check`: parity holds); the migration with its planted bug does not (parity fails)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import io
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, launch_env, ok, tool
+
+from compare.__main__ import main as compare_main
+from compare.launch.logs import TEARDOWN_ABORT
+from compare.names import EXIT_OK, EXIT_PARITY_FAILS
+
+REPOS = ROOT / "examples" / "repos"
+MIGRATED = ROOT / "tests" / "data" / "repos_ddp"
+SEED = "42"  # every entry's default seed
+
+
+@dataclass(frozen=True)
+class Fixture:
+    steps: int  # optimizer steps of one epoch at np 2 (one loss line each)
+    bug_file: str  # the file of the DDP migration the planted bug edits
+    bug: tuple[tuple[str, str], ...]  # (text, replacement) pairs
+    horovod_args: tuple[str, ...] = ()
+    ddp_args: tuple[str, ...] = ()
+
+
+FIXTURES = {
+    # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
+    "wrapper_module": Fixture(10, "utils/distributed.py", (("    return reduced / dist.get_world_size()\n",
+                                                            "    return reduced\n"),)),
+    # the DDP backend forgets to wrap the model: each rank trains alone
+    "plugin_backend": Fixture(12, "backends/ddp_backend.py", (("return DistributedDataParallel(model)",
+                                                               "return model"),)),
+    # the learning rate no longer scaled by the world size on the DDP path
+    "horovod_switch": Fixture(8, "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
+                              ("--horovod",), ("--distributed",)),
+    # the model left unwrapped in the Trainer (and so no .module)
+    "trainer_class": Fixture(10, "trainer.py", (("self.model = DDP(model)", "self.model = model"),
+                                                ("self.model.module.num_classes", "self.model.num_classes"))),
+    # the wrapper's average flag ignored: the averaged training loss becomes a sum
+    "metrics_cpu": Fixture(10, "utils/dist.py", (("    if average:\n        reduced /= torch_dist.get_world_size()\n",
+                                                  ""),)),
+    # the discriminator, the second optimizer's model, left out of DDP
+    "two_optimizers": Fixture(8, "train.py", (("discriminator = DDP(Discriminator(), find_unused_parameters=True)",
+                                               "discriminator = Discriminator()"),)),
+    # no_sync on every micro-batch: the accumulated gradients are never averaged
+    "accumulation_split": Fixture(8, "loop.py", (("with contextlib.nullcontext() if last else model.no_sync():",
+                                                  "with model.no_sync():"),)),
+}
+NAMES = sorted(FIXTURES)
+
+
+def planted(name: str, out: Path) -> Path:
+    """A copy of the DDP migration with the fixture's bug in it (each text must be there: the bug is real)."""
+    tree = out / f"{name}_bug"
+    shutil.copytree(MIGRATED / name, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    path = tree / FIXTURES[name].bug_file
+    code = path.read_text()
+    for text, replacement in FIXTURES[name].bug:
+        assert code.count(text) == 1, f"{name}: {text!r} not once in {path}"
+        code = code.replace(text, replacement)
+    path.write_text(code)
+    return tree
+
+
+def launch(launcher: str, tree: Path, args: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """The entry from the repository's root, the root on the import path, as its README says to run it."""
+    if launcher == "horovodrun":
+        command = [tool("horovodrun"), "-np", "2", "-H", "localhost:2", "--gloo", "--network-interfaces", "lo",
+                   sys.executable, "train.py"]
+    else:
+        command = [tool("torchrun"), "--standalone", "--nproc-per-node", "2", "train.py"]
+    return subprocess.run([*command, "--epochs", "1", *args], cwd=tree, env=launch_env(PYTHONPATH=str(tree)),
+                          capture_output=True, text=True, timeout=240, start_new_session=True)
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory, horovod_built):
+    """Every original under horovodrun, every migration and planted bug under torchrun, once for the module
+    (two at a time: much of a launch is waiting). Keys: (name, "horovod" | "ddp" | "bug" | "own ddp path")."""
+    out = tmp_path_factory.mktemp("fixture_repos")
+    jobs = {}
+    for name in NAMES:
+        fixture = FIXTURES[name]
+        jobs[name, "horovod"] = ("horovodrun", REPOS / name, fixture.horovod_args)
+        jobs[name, "ddp"] = ("torchrun", MIGRATED / name, fixture.ddp_args)
+        jobs[name, "bug"] = ("torchrun", planted(name, out), fixture.ddp_args)
+    # the original's own torch.distributed path, beside its --horovod switch, trains the same job
+    jobs["horovod_switch", "own ddp path"] = ("torchrun", REPOS / "horovod_switch", ("--distributed",))
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = dict(zip(jobs, pool.map(lambda job: launch(*job), jobs.values()), strict=True))
+    return out, results
+
+
+def quiet(args: list[str]) -> tuple[int, str]:
+    """`python -m compare ARGS` in this process: its exit status and what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = compare_main(args)
+    return code, printed.getvalue()
+
+
+def finished(launched, name: str, side: str) -> subprocess.CompletedProcess:
+    """The launch, which must have ended well; a torchrun launch whose only failure is a worker's abort as its
+    interpreter exited, after the last step was printed, counts as done, as the project's launchers count it
+    (PyTorch's Gloo teardown race: docs/fault-tolerance.md, "Gloo's abort at exit")."""
+    result = launched[1][name, side]
+    last = f"step {FIXTURES[name].steps} loss "
+    if result.returncode != 0 and TEARDOWN_ABORT in result.stderr and last in result.stdout and side != "horovod":
+        return result
+    return ok(result)
+
+
+def record(launched, name: str, side: str) -> Path:
+    """The side's rank-0 loss lines as a run record (compare import text)."""
+    out, _ = launched
+    result = finished(launched, name, side)
+    log = out / f"{name}-{side.replace(' ', '_')}.log"
+    log.write_text(result.stdout)
+    run_dir = out / "records" / f"{name}-{side.replace(' ', '_')}"
+    if not run_dir.exists():
+        framework = "horovod" if side == "horovod" else "ddp"
+        code, printed = quiet(["import", "text", str(log), "--out", str(run_dir), "--framework", framework,
+                               "--world-size", "2", "--seed", SEED])
+        assert code == EXIT_OK, printed
+    return run_dir
+
+
+def check(launched, name: str, side: str) -> tuple[int, str]:
+    return quiet(["check", str(record(launched, name, "horovod")), str(record(launched, name, side))])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_original_runs_and_prints_its_losses(launched, name):
+    result = finished(launched, name, "horovod")
+    # one line per optimizer step, from rank 0 only (Gloo's prefix names the rank)
+    steps = re.findall(r"^\[(\d+)\]<stdout>:step (\d+) loss ([\d.]+)", result.stdout, re.MULTILINE)
+    assert [int(step) for _, step, _ in steps] == list(range(1, FIXTURES[name].steps + 1)), result.stdout
+    assert {rank for rank, _, _ in steps} == {"0"}
+    assert "horovod" in (REPOS / name / "README.md").read_text().lower()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_ddp_migration_trains_the_same(launched, name):
+    code, printed = check(launched, name, "ddp")
+    assert code == EXIT_OK, printed
+    verdict = re.search(r"^parity holds: .*?max relative difference ([^\s)]+)\)", printed, re.MULTILINE)
+    assert verdict, printed
+    # the same data, order and weights: only the order of summation differs between the two
+    assert float(verdict.group(1)) <= 1e-5, printed
+    assert f"steps 1-{FIXTURES[name].steps} ({FIXTURES[name].steps} common" in printed, printed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_planted_bug_fails_parity(launched, name):
+    code, printed = check(launched, name, "bug")
+    assert code == EXIT_PARITY_FAILS, printed
+    # the first step is computed before any update: only a bug in what is printed shows there
+    assert re.search(r"^parity fails: diverges at step [12] \(seed 42\)", printed, re.MULTILINE), printed
+
+
+@pytest.mark.slow
+def test_switch_paths_train_the_same_job(launched):
+    """horovod_switch's own DDP path (--distributed, untouched by any migration) agrees with its --horovod path."""
+    code, printed = check(launched, "horovod_switch", "own ddp path")
+    assert code == EXIT_OK and "parity holds" in printed, printed
+
+
+def test_each_planted_bug_edits_its_migration(tmp_path):
+    """Pure: every bug's text is in its migration once (a renamed line would silently plant nothing), and every
+    fixture has an original, a migration and a README."""
+    for name in NAMES:
+        tree = planted(name, tmp_path)
+        assert (tree / FIXTURES[name].bug_file).read_text() != (MIGRATED / name / FIXTURES[name].bug_file).read_text()
+        originals = {path.relative_to(REPOS / name) for path in (REPOS / name).rglob("*.py")}
+        assert 3 <= len(originals) <= 10, name
+        assert (REPOS / name / "README.md").exists()
+        left = [path for path in (MIGRATED / name).rglob("*.py")
+                if re.search(r"import horovod|horovod\.torch|\bhvd\.", path.read_text())]
+        assert not left, left
+    assert sorted(path.name for path in REPOS.iterdir() if path.is_dir() and not path.name.startswith((".", "_"))) == NAMES
