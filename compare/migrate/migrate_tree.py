@@ -27,7 +27,7 @@ from compare.migrate.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_bindings, normalize
-from compare.migrate.repository import Repository, SourceFile, imported_modules, unique_name
+from compare.migrate.repository import Repository, SourceFile, imported_modules, tokenize_names, unique_name
 from compare.migrate.rewrite import migrate_source
 from compare.migrate.switches import Removed, horovod_only_in_switches, probe_aliases, remove_horovod_path
 from workload.errors import UsageError
@@ -242,13 +242,50 @@ def tokenize_names_list(code: str) -> list[str]:
         return []
 
 
+def _rename(code: str, old: str, new: str) -> str:
+    """Every name token `old` (not an attribute: `x.old` stays) written as `new`."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    lines = code.splitlines(keepends=True)
+    previous = ""
+    edits = []
+    for token in tokens:
+        if token.type == tokenize.NAME and token.string == old and previous != ".":
+            edits.append(token.start)
+        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            previous = token.string
+    for row, column in reversed(edits):
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + new + line[column + len(old):]
+    return "".join(lines)
+
+
 def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool]) -> Migration | str:
-    """One file's rewrite (in a worker process, maybe): the Migration, or why the file is not migratable."""
+    """One file's rewrite (in a worker process, maybe): the Migration, or why the file is not migratable.
+
+    The rewrite names torch.distributed `dist`. Where the file binds `dist` itself (`from utils import dist`),
+    its own `dist` is held aside under a placeholder while the rewrite runs, and torch.distributed takes a name
+    the file does not use (`torch_dist`): neither shadows the other."""
     _, code, helpers_module, helper_names, end_of_job = job
+    own = "dist" in tokenize_names(code)
+    held = unique_name("repository_dist", tokenize_names(code)) if own else ""
     try:
-        return migrate_source(code, helpers_module=helpers_module, helper_names=helper_names, end_of_job=end_of_job)
+        migration = migrate_source(_rename(code, "dist", held) if own else code, helpers_module=helpers_module,
+                                   helper_names=helper_names, end_of_job=end_of_job)
     except NotMigratable as exc:
         return str(exc)
+    if own:
+        torch_dist = unique_name("torch_dist", tokenize_names(code))
+        migration.code = _rename(_rename(migration.code, "dist", torch_dist), held, "dist")
+        for change in migration.changes:
+            change.after = _words(_words(change.after, "dist", torch_dist), held, "dist")
+            change.before = _words(change.before, held, "dist")
+        for flag in migration.flags:
+            flag.code = _words(flag.code, held, "dist")
+    return migration
+
+
+def _words(text: str, old: str, new: str) -> str:
+    return re.sub(rf"(?<![\w.]){re.escape(old)}\b", new, text)
 
 
 def _imports_helper(code: str, name: str, renamed: dict[str, str], module: str | None) -> bool:
