@@ -1,7 +1,9 @@
 """The project's fixture repositories (examples/repos/): Horovod spread over a repository as public code spreads
-it. Each original runs under horovodrun at np 2 and prints its losses; its hand-written DDP migration
-(tests/data/repos_ddp/, the reference for what `compare migrate` must produce) trains the same under torchrun
-(`compare check`: parity holds); the migration with its planted bug does not (parity fails)."""
+it. Each original runs once under horovodrun at np 2 and prints its losses; `compare migrate REPO -o OUT` migrates
+it as a whole, and the migrated tree trains the same under torchrun (`compare check`: parity holds); the
+migration with a planted bug does not (parity fails). One fixture goes through `compare migrate --verify --entry`
+itself, as a user types it. The hand-written DDP migrations in tests/data/repos_ddp/ (the reference the tool was
+built against) are launched by `make test-campaign` only: the tool's output is what the suite holds."""
 
 from __future__ import annotations
 
@@ -30,8 +32,10 @@ SEED = "42"  # every entry's default seed
 @dataclass(frozen=True)
 class Fixture:
     steps: int  # optimizer steps of one epoch at np 2 (one loss line each)
-    bug_file: str  # the file of the DDP migration the planted bug edits
+    bug_file: str  # the file of the hand-written DDP migration the planted bug edits
     bug: tuple[tuple[str, str], ...]  # (text, replacement) pairs
+    tool_bug_file: str  # the file of `compare migrate`'s output the planted bug edits
+    tool_bug: tuple[tuple[str, str], ...]
     horovod_args: tuple[str, ...] = ()
     ddp_args: tuple[str, ...] = ()
 
@@ -39,39 +43,70 @@ class Fixture:
 FIXTURES = {
     # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
     "wrapper_module": Fixture(10, "utils/distributed.py", (("    return reduced / dist.get_world_size()\n",
-                                                            "    return reduced\n"),)),
+                                                            "    return reduced\n"),),
+                              "ddp_helpers.py", (("    return result / dist.get_world_size()\n",
+                                                  "    return result\n"),)),
     # the DDP backend forgets to wrap the model: each rank trains alone
     "plugin_backend": Fixture(12, "backends/ddp_backend.py", (("return DistributedDataParallel(model)",
-                                                               "return model"),)),
+                                                               "return model"),),
+                              "backends/horovod_backend.py", (("return average_gradients_at_step(optimizer)",
+                                                               "return optimizer"),)),
     # the learning rate no longer scaled by the world size on the DDP path
     "horovod_switch": Fixture(8, "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
+                              "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
                               ("--horovod",), ("--distributed",)),
     # the model left unwrapped in the Trainer (and so no .module)
     "trainer_class": Fixture(10, "trainer.py", (("self.model = DDP(model)", "self.model = model"),
-                                                ("self.model.module.num_classes", "self.model.num_classes"))),
+                                                ("self.model.module.num_classes", "self.model.num_classes")),
+                             "trainer.py", (("self.model = DDP(self.model)", "self.model = self.model"),
+                                            ("self.model.module.num_classes", "self.model.num_classes"))),
     # the wrapper's average flag ignored: the averaged training loss becomes a sum
     "metrics_cpu": Fixture(10, "utils/dist.py", (("    if average:\n        reduced /= torch_dist.get_world_size()\n",
-                                                  ""),)),
+                                                  ""),),
+                           "ddp_helpers.py", (("    return result / dist.get_world_size()\n", "    return result\n"),)),
     # the discriminator, the second optimizer's model, left out of DDP
     "two_optimizers": Fixture(8, "train.py", (("discriminator = DDP(Discriminator(), find_unused_parameters=True)",
-                                               "discriminator = Discriminator()"),)),
+                                               "discriminator = Discriminator()"),),
+                              "train.py", (("discriminator = DDP(discriminator", "discriminator = (discriminator"),)),
     # no_sync on every micro-batch: the accumulated gradients are never averaged
     "accumulation_split": Fixture(8, "loop.py", (("with contextlib.nullcontext() if last else model.no_sync():",
-                                                  "with model.no_sync():"),)),
+                                                  "with model.no_sync():"),),
+                                  "optim.py", (("return average_gradients_at_step(optimizer)", "return optimizer"),)),
 }
 NAMES = sorted(FIXTURES)
 
 
-def planted(name: str, out: Path) -> Path:
-    """A copy of the DDP migration with the fixture's bug in it (each text must be there: the bug is real)."""
-    tree = out / f"{name}_bug"
-    shutil.copytree(MIGRATED / name, tree, ignore=shutil.ignore_patterns("__pycache__"))
-    path = tree / FIXTURES[name].bug_file
+def _plant(tree: Path, file: str, bug: tuple[tuple[str, str], ...]) -> None:
+    path = tree / file
     code = path.read_text()
-    for text, replacement in FIXTURES[name].bug:
-        assert code.count(text) == 1, f"{name}: {text!r} not once in {path}"
+    for text, replacement in bug:
+        assert code.count(text) == 1, f"{text!r} not once in {path}"
         code = code.replace(text, replacement)
     path.write_text(code)
+
+
+def planted(name: str, out: Path) -> Path:
+    """A copy of the hand-written DDP migration with the fixture's bug in it (each text must be there: the bug is
+    real)."""
+    tree = out / f"{name}_bug"
+    shutil.copytree(MIGRATED / name, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    _plant(tree, FIXTURES[name].bug_file, FIXTURES[name].bug)
+    return tree
+
+
+def migrated(name: str, out: Path) -> Path:
+    """`compare migrate REPO -o OUT`, as a user types it: exit 0, nothing left that needs a person."""
+    tree = out / f"{name}_ddp"
+    if not tree.exists():
+        code, printed = quiet(["migrate", str(REPOS / name), "-o", str(tree)])
+        assert code == EXIT_OK, printed
+    return tree
+
+
+def planted_in_migration(name: str, out: Path) -> Path:
+    tree = out / f"{name}_ddp_bug"
+    shutil.copytree(migrated(name, out), tree, ignore=shutil.ignore_patterns("__pycache__"))
+    _plant(tree, FIXTURES[name].tool_bug_file, FIXTURES[name].tool_bug)
     return tree
 
 
@@ -86,22 +121,35 @@ def launch(launcher: str, tree: Path, args: tuple[str, ...]) -> subprocess.Compl
                           capture_output=True, text=True, timeout=240, start_new_session=True)
 
 
+def _launch_all(jobs: dict) -> dict:
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: much of a launch is waiting
+        return dict(zip(jobs, pool.map(lambda job: launch(*job), jobs.values()), strict=True))
+
+
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory, horovod_built):
-    """Every original under horovodrun, every migration and planted bug under torchrun, once for the module
-    (two at a time: much of a launch is waiting). Keys: (name, "horovod" | "ddp" | "bug" | "own ddp path")."""
+    """Every original under horovodrun, its migration by `compare migrate` and that migration with a planted bug
+    under torchrun, once for the module. Keys: (name, "horovod" | "migrated" | "migrated bug")."""
     out = tmp_path_factory.mktemp("fixture_repos")
     jobs = {}
     for name in NAMES:
         fixture = FIXTURES[name]
         jobs[name, "horovod"] = ("horovodrun", REPOS / name, fixture.horovod_args)
-        jobs[name, "ddp"] = ("torchrun", MIGRATED / name, fixture.ddp_args)
-        jobs[name, "bug"] = ("torchrun", planted(name, out), fixture.ddp_args)
-    # the original's own torch.distributed path, beside its --horovod switch, trains the same job
+        jobs[name, "migrated"] = ("torchrun", migrated(name, out), fixture.ddp_args)
+        jobs[name, "migrated bug"] = ("torchrun", planted_in_migration(name, out), fixture.ddp_args)
+    return out, _launch_all(jobs)
+
+
+@pytest.fixture(scope="module")
+def references(launched):
+    """The hand-written migrations and their planted bugs (`make test-campaign` only)."""
+    out, results = launched
+    jobs = {}
+    for name in NAMES:
+        jobs[name, "ddp"] = ("torchrun", MIGRATED / name, FIXTURES[name].ddp_args)
+        jobs[name, "bug"] = ("torchrun", planted(name, out), FIXTURES[name].ddp_args)
     jobs["horovod_switch", "own ddp path"] = ("torchrun", REPOS / "horovod_switch", ("--distributed",))
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        results = dict(zip(jobs, pool.map(lambda job: launch(*job), jobs.values()), strict=True))
-    return out, results
+    return out, {**results, **_launch_all(jobs)}
 
 
 def quiet(args: list[str]) -> tuple[int, str]:
@@ -153,38 +201,72 @@ def test_original_runs_and_prints_its_losses(launched, name):
     assert "horovod" in (REPOS / name / "README.md").read_text().lower()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_ddp_migration_trains_the_same(launched, name):
-    code, printed = check(launched, name, "ddp")
+def _holds(launched, name: str, side: str) -> str:
+    code, printed = check(launched, name, side)
     assert code == EXIT_OK, printed
     verdict = re.search(r"^parity holds: .*?max relative difference ([^\s)]+)\)", printed, re.MULTILINE)
     assert verdict, printed
     # the same data, order and weights: only the order of summation differs between the two
     assert float(verdict.group(1)) <= 1e-5, printed
     assert f"steps 1-{FIXTURES[name].steps} ({FIXTURES[name].steps} common" in printed, printed
+    return printed
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_planted_bug_fails_parity(launched, name):
-    code, printed = check(launched, name, "bug")
+def _fails(launched, name: str, side: str) -> None:
+    code, printed = check(launched, name, side)
     assert code == EXIT_PARITY_FAILS, printed
     # the first step is computed before any update: only a bug in what is printed shows there
     assert re.search(r"^parity fails: diverges at step [12] \(seed 42\)", printed, re.MULTILINE), printed
 
 
 @pytest.mark.slow
-def test_switch_paths_train_the_same_job(launched):
+@pytest.mark.parametrize("name", NAMES)
+def test_the_migrated_repository_trains_the_same(launched, name):
+    _holds(launched, name, "migrated")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_a_bug_planted_in_the_migration_fails_parity(launched, name):
+    _fails(launched, name, "migrated bug")
+
+
+@pytest.mark.slow
+def test_verify_entry_runs_each_tree_as_the_repository_expects(tmp_path, horovod_built):
+    """`compare migrate DIR -o OUT --verify --entry train.py`, as a user types it: the original's entry under
+    horovodrun, the migration's under torchrun, each tree on its PYTHONPATH; the switch refused on the DDP side, so
+    that side gets its own arguments (--ddp-args)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "compare", "migrate", str(REPOS / "horovod_switch"), "-o", str(tmp_path / "out"),
+         "--verify", "--entry", "train.py", "--verify-out", str(tmp_path / "verify"), "--timeout", "240",
+         "--ddp-args", "--epochs 1 --distributed", "--", "--epochs", "1", "--horovod"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert re.search(r"^parity holds: .*max relative difference 0\b", result.stdout, re.MULTILINE), result.stdout
+    refused = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode != 0 and "--horovod" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.campaign
+@pytest.mark.parametrize("name", NAMES)
+def test_hand_written_migration_trains_the_same(references, name):
+    _holds(references, name, "ddp")
+    _fails(references, name, "bug")
+
+
+@pytest.mark.campaign
+def test_switch_paths_train_the_same_job(references):
     """horovod_switch's own DDP path (--distributed, untouched by any migration) agrees with its --horovod path."""
-    code, printed = check(launched, "horovod_switch", "own ddp path")
+    code, printed = check(references, "horovod_switch", "own ddp path")
     assert code == EXIT_OK and "parity holds" in printed, printed
 
 
 def test_each_planted_bug_edits_its_migration(tmp_path):
-    """Pure: every bug's text is in its migration once (a renamed line would silently plant nothing), and every
-    fixture has an original, a migration and a README."""
+    """Pure: every bug's text is in its migration once, the hand-written one's and the tool's (a renamed line
+    would silently plant nothing), and every fixture has an original, a migration and a README."""
     for name in NAMES:
+        planted_in_migration(name, tmp_path)
         tree = planted(name, tmp_path)
         assert (tree / FIXTURES[name].bug_file).read_text() != (MIGRATED / name / FIXTURES[name].bug_file).read_text()
         originals = {path.relative_to(REPOS / name) for path in (REPOS / name).rglob("*.py")}
@@ -193,4 +275,5 @@ def test_each_planted_bug_edits_its_migration(tmp_path):
         left = [path for path in (MIGRATED / name).rglob("*.py")
                 if re.search(r"import horovod|horovod\.torch|\bhvd\.", path.read_text())]
         assert not left, left
-    assert sorted(path.name for path in REPOS.iterdir() if path.is_dir() and not path.name.startswith((".", "_"))) == NAMES
+    repositories = [path.name for path in REPOS.iterdir() if path.is_dir() and not path.name.startswith((".", "_"))]
+    assert sorted(repositories) == NAMES
