@@ -79,15 +79,27 @@ JOIN = ("hvd.join() after the loop -> Join([model]) around it: a rank out of bat
 JOIN_REMOVED = "The hvd.join() call itself: the Join context manager above ends the loop in its place."
 SYNC_BATCHNORM = ("nn.SyncBatchNorm takes the same arguments (num_features, eps, momentum, affine, "
                   "track_running_stats). Both need GPU tensors: neither runs on CPU.")
+# Where each collective helper runs: part of every collective's note.
+_DEVICE = ("Device: the process group this migration makes names no backend, so torch serves CPU tensors with Gloo "
+           "and CUDA tensors with NCCL; under a group that serves CUDA alone (NCCL) the helper moves a CPU tensor "
+           "to this rank's GPU and back.")
 ALLREDUCE_MEAN = ("hvd.allreduce averages by default; dist.all_reduce sums in place, so the helper copies, sums "
                   "and divides by the world size (the division is the step people forget). The name= is "
                   "dropped: torch.distributed matches collectives by call order, so every rank must call in the "
-                  "same order.")
-ALLREDUCE_OP = "A sum/min/max/product over ranks, on a copy as hvd.allreduce returns (torch reduces in place)."
-ALLGATHER = ("hvd.allgather concatenates along dimension 0 and allows a different first dimension per rank; "
-             "dist.all_gather needs the same shape on every rank.")
+                  "same order. " + _DEVICE)
+ALLREDUCE_OP = ("A sum/min/max/product over ranks (average=False: a sum, as Horovod reads it), on a copy as "
+                "hvd.allreduce returns (torch reduces in place). " + _DEVICE)
+ALLGATHER = (
+    "hvd.allgather concatenates along dimension 0 and allows a different first dimension per rank; dist.all_gather "
+    "needs the same shape on every rank. That precondition is removed, not assumed: the helper gathers the "
+    "lengths, pads each tensor to the longest, gathers and trims, so uneven last batches, per-sample results and "
+    "pickled buffers give Horovod's result. Gradients: Horovod's allgather passes them back, averaged over the "
+    "ranks (HorovodAllgather.backward); the helper's autograd function does the same (torch.distributed.nn's "
+    "all_gather would sum them: world-size times larger). It is used for every allgather: where no gradient is "
+    "wanted (no_grad, a tensor without requires_grad) autograd records nothing, so nothing needs proving about "
+    "requires_grad. As under Horovod, every rank must run the backward that passes through it. " + _DEVICE)
 ALLGATHER_OBJECT = "The same: a list of every rank's picklable object."
-BROADCAST = "A copy of the root's tensor on every rank (dist.broadcast writes in place)."
+BROADCAST = "A copy of the root's tensor on every rank (dist.broadcast writes in place). " + _DEVICE
 BROADCAST_OBJECT = "The same: the root rank's picklable object on every rank."
 SHUTDOWN = ("destroy_process_group() ends the job, after a barrier: it makes Gloo's abort at exit, PyTorch's "
             "bug, rare (docs/fault-tolerance.md).")
@@ -287,3 +299,12 @@ SPARK_UNRECOGNISED = ("Not migrated (only horovod.spark.run and sparkdl.HorovodR
                       "(docs/migration.md, \"Spark and Databricks\").")
 RAY_HOROVOD_IMPORT = ("horovod.torch is gone: Ray Train makes the process group and prepare_model wraps the model; "
                       "torch.distributed is imported only where a collective needs it.")
+
+# Collectives that keep their meaning (issue 42, classes 1, 2, 3, 7): each note says the precondition and how it holds
+ALLREDUCE_AT_RUN_TIME = (
+    "The reduction is a variable (a wrapper's `average=average` or `op=op`): all_reduce_average_or_op resolves it "
+    "at run time as Horovod did (op if given, else average=False a sum, else the mean; both given: ValueError). "
+    "Precondition: op is a reduction named in this script (hvd.Sum ... are dist.ReduceOp values now, "
+    "hvd.Average is dist.ReduceOp.AVG): holds, every hvd reduction name was rewritten; hvd.Adasum is flagged.")
+REDUCTION_NAME = ("A Horovod reduction named outside an allreduce call (a default or an argument that reaches one): "
+                  "the dist.ReduceOp value that all_reduce_average_or_op reads as Horovod's op (AVG: the mean).")
