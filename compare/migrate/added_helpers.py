@@ -9,8 +9,8 @@ HELPERS = {
 def all_reduce(tensor, op=dist.ReduceOp.SUM):
     """hvd.allreduce(op=Sum/Min/Max/Product), or average=False (a sum): a reduced copy (torch.distributed
     reduces in place). A CPU tensor is reduced on this rank's GPU where the process group serves CUDA
-    tensors alone (NCCL); Horovod took either."""
-    device = "cuda" if tensor.device.type == "cpu" and dist.get_backend() == "nccl" else tensor.device
+    tensors alone (NCCL; on GPUs also a group made with no backend named); Horovod took either."""
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
     result = tensor.to(device, copy=True)
     dist.all_reduce(result, op=op)
     return result.to(tensor.device)
@@ -19,7 +19,7 @@ def all_reduce(tensor, op=dist.ReduceOp.SUM):
 def all_reduce_(tensor, op=dist.ReduceOp.SUM):
     """hvd.allreduce_(op=Sum/Min/Max/Product), or average=False: reduce in place, and return the tensor. A
     CPU tensor is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
-    if tensor.device.type == "cpu" and dist.get_backend() == "nccl":
+    if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config():
         result = tensor.to("cuda")
         dist.all_reduce(result, op=op)
         return tensor.copy_(result)
@@ -30,7 +30,7 @@ def all_reduce_(tensor, op=dist.ReduceOp.SUM):
 def all_reduce_mean(tensor):
     """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size. A CPU tensor
     is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
-    device = "cuda" if tensor.device.type == "cpu" and dist.get_backend() == "nccl" else tensor.device
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
     result = tensor.to(device, copy=True)
     dist.all_reduce(result)
     return (result / dist.get_world_size()).to(tensor.device)
@@ -39,7 +39,7 @@ def all_reduce_mean(tensor):
 def all_reduce_mean_(tensor):
     """hvd.allreduce_ (in place, op=Average): sum in place, then divide in place. A CPU tensor is reduced
     on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
-    if tensor.device.type == "cpu" and dist.get_backend() == "nccl":
+    if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config():
         result = tensor.to("cuda")
         dist.all_reduce(result)
         tensor.copy_(result)
@@ -58,7 +58,7 @@ def all_reduce_average_or_op(tensor, average=None, op=None, in_place=False):
         raise ValueError("The op parameter supersedes average. Please provide only one of them.")
     if op is None:
         op = dist.ReduceOp.AVG if average is None or average else dist.ReduceOp.SUM
-    device = "cuda" if tensor.device.type == "cpu" and dist.get_backend() == "nccl" else tensor.device
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
     result = tensor.to(device, copy=not in_place)
     dist.all_reduce(result, op=dist.ReduceOp.SUM if op == dist.ReduceOp.AVG else op)
     if op == dist.ReduceOp.AVG:
@@ -74,7 +74,7 @@ class _AllGatherCat(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tensor):
-        device = "cuda" if tensor.device.type == "cpu" and dist.get_backend() == "nccl" else tensor.device
+        device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
         local = tensor.to(device).contiguous()
         length = torch.tensor([local.shape[0]], device=device)
         lengths = [torch.zeros_like(length) for _ in range(dist.get_world_size())]
@@ -89,7 +89,7 @@ class _AllGatherCat(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        device = "cuda" if grad.device.type == "cpu" and dist.get_backend() == "nccl" else grad.device
+        device = "cuda" if grad.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else grad.device
         summed = grad.to(device, copy=True).contiguous()
         dist.all_reduce(summed)
         start, rows = ctx.rows
@@ -106,7 +106,7 @@ def all_gather_cat(tensor):
 def broadcast_copy(tensor, src):
     """hvd.broadcast: a copy of rank src's tensor (dist.broadcast overwrites its argument in place). A CPU
     tensor travels through this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
-    device = "cuda" if tensor.device.type == "cpu" and dist.get_backend() == "nccl" else tensor.device
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
     result = tensor.to(device, copy=True)
     dist.broadcast(result, src=src)
     return result.to(tensor.device)
@@ -115,7 +115,7 @@ def broadcast_copy(tensor, src):
 def broadcast_inplace(tensor, src):
     """hvd.broadcast_: overwrite tensor with rank src's, and return it. A CPU tensor travels through this
     rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
-    if tensor.device.type == "cpu" and dist.get_backend() == "nccl":
+    if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config():
         result = tensor.to("cuda")
         dist.broadcast(result, src=src)
         return tensor.copy_(result)

@@ -8,7 +8,8 @@ IMPORT_KEPT = ("horovod.torch stays imported: a Horovod use that needs a person 
                "torch.distributed is added.")
 IMPORT_HOROVOD = "The horovod package was only used for horovod.run, now torch.multiprocessing.spawn."
 INIT = ("init_process_group() reads torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT). No backend "
-        "named: torch serves CPU tensors with Gloo and CUDA tensors with NCCL, as Horovod serves both.")
+        "named: torch takes the machine's accelerator's, NCCL on GPUs (CUDA tensors alone) and Gloo on CPU. Horovod "
+        "served CPU tensors on GPU jobs too: the collective helpers added here move those to the GPU and back.")
 RANK = "The global rank: the same number under torchrun as under horovodrun for the same process layout."
 SIZE = "The number of processes."
 LR_SCALING = ("Scaling by the world size (e.g. the learning rate x hvd.size()): the same factor under DDP, "
@@ -80,9 +81,11 @@ JOIN_REMOVED = "The hvd.join() call itself: the Join context manager above ends 
 SYNC_BATCHNORM = ("nn.SyncBatchNorm takes the same arguments (num_features, eps, momentum, affine, "
                   "track_running_stats). Both need GPU tensors: neither runs on CPU.")
 # Where each collective helper runs: part of every collective's note.
-_DEVICE = ("Device: the process group this migration makes names no backend, so torch serves CPU tensors with Gloo "
-           "and CUDA tensors with NCCL; under a group that serves CUDA alone (NCCL) the helper moves a CPU tensor "
-           "to this rank's GPU and back.")
+_DEVICE = ("Device: Horovod reduced CPU and GPU tensors alike. The process group this migration makes names no "
+           "backend, and torch then serves only the machine's accelerator: NCCL, CUDA tensors alone, on GPUs "
+           "(torch 2.11 on an H200: 'No backend type associated with device type cpu'), Gloo on CPU. So the "
+           "helper does not assume the device: under a group with no CPU backend (dist.get_backend_config() "
+           "without 'cpu:') it moves a CPU tensor to this rank's GPU and back.")
 ALLREDUCE_MEAN = ("hvd.allreduce averages by default; dist.all_reduce sums in place, so the helper copies, sums "
                   "and divides by the world size (the division is the step people forget). The name= is "
                   "dropped: torch.distributed matches collectives by call order, so every rank must call in the "
