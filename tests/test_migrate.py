@@ -54,7 +54,8 @@ MUST_CONTAIN = {
     "sync_batchnorm": ["self.bn = torch.nn.SyncBatchNorm(8, momentum=0.1)  # Horovod: statistics over all ranks"],
     "horovod_run": ["ranks = run_spawned(train, args=(args.lr, args.epochs, args.seed, run_dir), np=args.np)",
                     "torch.multiprocessing.spawn(", "    return dist.get_rank()"],
-    "metric_average": ["avg_tensor = all_reduce_mean(tensor)", "return result / dist.get_world_size()"],
+    "metric_average": ["avg_tensor = all_reduce_mean(tensor)",
+                       "return (result / dist.get_world_size()).to(tensor.device)"],
     "pytorch_synthetic_benchmark": ["model = DDP(model)\nif compression is not None:\n"
                                     "    model.register_comm_hook(None, compression)",
                                     "lr_scaler = dist.get_world_size()", "if dist.get_rank() != 0:"],

@@ -7,41 +7,118 @@ from __future__ import annotations
 HELPERS = {
     "all_reduce": '''
 def all_reduce(tensor, op=dist.ReduceOp.SUM):
-    """hvd.allreduce(op=Sum/Min/Max/Product): a reduced copy (torch.distributed reduces in place)."""
-    result = tensor.clone()
+    """hvd.allreduce(op=Sum/Min/Max/Product), or average=False (a sum): a reduced copy (torch.distributed
+    reduces in place). A CPU tensor is reduced on this rank's GPU where the process group serves CUDA
+    tensors alone (NCCL; on GPUs also a group made with no backend named); Horovod took either."""
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
+    result = tensor.to(device, copy=True)
     dist.all_reduce(result, op=op)
-    return result
+    return result.to(tensor.device)
+''',
+    "all_reduce_": '''
+def all_reduce_(tensor, op=dist.ReduceOp.SUM):
+    """hvd.allreduce_(op=Sum/Min/Max/Product), or average=False: reduce in place, and return the tensor. A
+    CPU tensor is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config():
+        result = tensor.to("cuda")
+        dist.all_reduce(result, op=op)
+        return tensor.copy_(result)
+    dist.all_reduce(tensor, op=op)
+    return tensor
 ''',
     "all_reduce_mean": '''
 def all_reduce_mean(tensor):
-    """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size."""
-    result = tensor.clone()
+    """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size. A CPU tensor
+    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
+    result = tensor.to(device, copy=True)
     dist.all_reduce(result)
-    return result / dist.get_world_size()
+    return (result / dist.get_world_size()).to(tensor.device)
 ''',
     "all_reduce_mean_": '''
 def all_reduce_mean_(tensor):
-    """hvd.allreduce_ (in place, op=Average): sum in place, then divide in place."""
-    dist.all_reduce(tensor)
+    """hvd.allreduce_ (in place, op=Average): sum in place, then divide in place. A CPU tensor is reduced
+    on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config():
+        result = tensor.to("cuda")
+        dist.all_reduce(result)
+        tensor.copy_(result)
+    else:
+        dist.all_reduce(tensor)
     return tensor.div_(dist.get_world_size())
 ''',
+    "all_reduce_average_or_op": '''
+def all_reduce_average_or_op(tensor, average=None, op=None, in_place=False):
+    """hvd.allreduce(tensor, average=..., op=...) (in_place: hvd.allreduce_) where the reduction is known
+    only at run time, resolved as Horovod resolves it: op if given (with average too: ValueError, as
+    Horovod), else a sum for average=False, else the mean. Horovod's Average is dist.ReduceOp.AVG here,
+    its Sum/Min/Max/Product dist.ReduceOp's. A CPU tensor is reduced on this rank's GPU where the process
+    group serves CUDA tensors alone (NCCL)."""
+    if op is not None and average is not None:
+        raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+    if op is None:
+        op = dist.ReduceOp.AVG if average is None or average else dist.ReduceOp.SUM
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
+    result = tensor.to(device, copy=not in_place)
+    dist.all_reduce(result, op=dist.ReduceOp.SUM if op == dist.ReduceOp.AVG else op)
+    if op == dist.ReduceOp.AVG:
+        result = result.div_(dist.get_world_size()) if in_place else result / dist.get_world_size()
+    return tensor.copy_(result) if in_place and result is not tensor else result.to(tensor.device)
+''',
     "all_gather_cat": '''
+class _AllGatherCat(torch.autograd.Function):
+    """hvd.allgather's autograd function. Forward: every rank's tensor concatenated along dimension 0,
+    whose length may differ per rank (the lengths are gathered first, each tensor padded to the longest,
+    gathered, and trimmed back). Backward, as Horovod's: the incoming gradient averaged over the ranks
+    (torch.distributed.nn's all_gather sums it instead), then this rank's rows."""
+
+    @staticmethod
+    def forward(ctx, tensor):
+        device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
+        local = tensor.to(device).contiguous()
+        length = torch.tensor([local.shape[0]], device=device)
+        lengths = [torch.zeros_like(length) for _ in range(dist.get_world_size())]
+        dist.all_gather(lengths, length)
+        lengths = [int(n.item()) for n in lengths]
+        padded = local.new_zeros((max(lengths), *local.shape[1:]))
+        padded[: local.shape[0]] = local
+        parts = [torch.empty_like(padded) for _ in lengths]
+        dist.all_gather(parts, padded)
+        ctx.rows = sum(lengths[: dist.get_rank()]), local.shape[0]
+        return torch.cat([part[:n] for part, n in zip(parts, lengths)]).to(tensor.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        device = "cuda" if grad.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else grad.device
+        summed = grad.to(device, copy=True).contiguous()
+        dist.all_reduce(summed)
+        start, rows = ctx.rows
+        return (summed.narrow(0, start, rows) / dist.get_world_size()).to(grad.device)
+
+
 def all_gather_cat(tensor):
-    """hvd.allgather: every rank's tensor, concatenated along dimension 0 (here all of the same shape)."""
-    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, tensor.contiguous())
-    return torch.cat(parts)
+    """hvd.allgather: every rank's tensor concatenated along dimension 0 (each rank's length may differ),
+    with gradients passed back to each rank's rows, averaged over the ranks, as Horovod does. Where no
+    gradient is wanted (torch.no_grad(), a tensor that does not require one) autograd records nothing."""
+    return _AllGatherCat.apply(tensor)
 ''',
     "broadcast_copy": '''
 def broadcast_copy(tensor, src):
-    """hvd.broadcast: a copy of rank src's tensor (dist.broadcast overwrites its argument in place)."""
-    result = tensor.clone()
+    """hvd.broadcast: a copy of rank src's tensor (dist.broadcast overwrites its argument in place). A CPU
+    tensor travels through this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
+    result = tensor.to(device, copy=True)
     dist.broadcast(result, src=src)
-    return result
+    return result.to(tensor.device)
 ''',
     "broadcast_inplace": '''
 def broadcast_inplace(tensor, src):
-    """hvd.broadcast_: overwrite tensor with rank src's, and return it."""
+    """hvd.broadcast_: overwrite tensor with rank src's, and return it. A CPU tensor travels through this
+    rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config():
+        result = tensor.to("cuda")
+        dist.broadcast(result, src=src)
+        return tensor.copy_(result)
     dist.broadcast(tensor, src=src)
     return tensor
 ''',

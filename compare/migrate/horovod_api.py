@@ -18,6 +18,8 @@ SIMPLE_CALLS = {
 }
 NEEDS_OS = {"local_rank", "local_size", "cross_rank", "cross_size"}
 REDUCE_OPS = {"Sum": "SUM", "Min": "MIN", "Max": "MAX", "Product": "PRODUCT"}
+# hvd.Sum ... named outside an allreduce: the values all_reduce_average_or_op reads (AVG stands for Average)
+REDUCTIONS = {"Average": "dist.ReduceOp.AVG", **{name: f"dist.ReduceOp.{op}" for name, op in REDUCE_OPS.items()}}
 # Horovod names that need a person, by category
 NEEDS_A_PERSON = {
     "Adasum": ("Adasum", notes.ADASUM),
@@ -41,7 +43,7 @@ LIGHTNING_CALLS = {
 LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
 LIGHTNING_HOROVOD_CLASSES = {"HorovodStrategy", "HorovodPlugin"}
 HANDLED = {*SIMPLE_CALLS, "init", "shutdown", "allreduce", "allreduce_", "allgather", "broadcast", "broadcast_",
-           "allgather_object", "broadcast_object", "broadcast_parameters", "broadcast_optimizer_state",
+           "allgather_object", "broadcast_object", "broadcast_parameters", *REDUCTIONS, "broadcast_optimizer_state",
            "DistributedOptimizer", "join", "SyncBatchNorm", "Compression.fp16", "Compression.none"}
 # Ray: a Horovod job that Ray starts (horovod.ray's executors, Ray Train's HorovodTrainer) -> Ray Train's TorchTrainer
 RAY_FRONT_ENDS = {"horovod.ray", "ray.train.horovod"}

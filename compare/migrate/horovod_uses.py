@@ -7,7 +7,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON
+from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON, REDUCTIONS
 from compare.migrate.syntax import argument, is_lightning_module, keyword_args, receiver_of
 from compare.migrate.uses_accumulation import AccumulationUses
 from compare.migrate.uses_lightning import LightningUses
@@ -84,23 +84,11 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         if root in NEEDS_A_PERSON or name in NEEDS_A_PERSON:
             category, why = NEEDS_A_PERSON.get(name) or NEEDS_A_PERSON[root]
             self.flag(node, category, why)
-        elif name in ("Average", "Sum", "Min", "Max", "Product"):
-            if not self._inside_handled_call(node):
-                self.flag(node, "unrecognised", f"hvd.{name} outside an allreduce: give the reduction by hand")
         elif name not in HANDLED:
             self.flag(node, "unrecognised", f"hvd.{name} has no migration here: rewrite it by hand")
-        elif name not in ("Compression.fp16", "Compression.none") and not (
+        elif name not in ("Compression.fp16", "Compression.none", *REDUCTIONS) and not (
                 isinstance(parent, cst.Call) and parent.func is node):
             self.flag(node, "unrecognised", f"hvd.{name} used other than as a call: rewrite it by hand")
-
-    def _inside_handled_call(self, node: cst.CSTNode) -> bool:
-        while True:
-            node = self.parents[node]
-            if isinstance(node, cst.Call) and self.hvd_name(node.func) in ("allreduce", "allreduce_",
-                                                                           "DistributedOptimizer"):
-                return True
-            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Module)):
-                return False
 
     def visit_Call(self, node: cst.Call) -> None:
         if m.matches(node.func, m.Attribute(attr=m.Name("commit"))):
@@ -140,9 +128,6 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         elif name == "join":
             self._join(node)
         elif name in ("allreduce", "allreduce_"):
-            op = keywords.get("op")
-            if op is not None and self.hvd_name(op) not in ("Average", "Sum", "Min", "Max", "Product", "Adasum"):
-                self.flag(node, "unrecognised", "allreduce op= is an expression: give the reduction by hand")
             for scale in ("prescale_factor", "postscale_factor"):
                 if scale in keywords:
                     self.flag(node, "unrecognised", f"allreduce {scale}: multiply the tensor by hand")

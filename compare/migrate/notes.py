@@ -8,7 +8,8 @@ IMPORT_KEPT = ("horovod.torch stays imported: a Horovod use that needs a person 
                "torch.distributed is added.")
 IMPORT_HOROVOD = "The horovod package was only used for horovod.run, now torch.multiprocessing.spawn."
 INIT = ("init_process_group() reads torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT). No backend "
-        "named: torch serves CPU tensors with Gloo and CUDA tensors with NCCL, as Horovod serves both.")
+        "named: torch takes the machine's accelerator's, NCCL on GPUs (CUDA tensors alone) and Gloo on CPU. Horovod "
+        "served CPU tensors on GPU jobs too: the collective helpers added here move those to the GPU and back.")
 RANK = "The global rank: the same number under torchrun as under horovodrun for the same process layout."
 SIZE = "The number of processes."
 LR_SCALING = ("Scaling by the world size (e.g. the learning rate x hvd.size()): the same factor under DDP, "
@@ -79,15 +80,29 @@ JOIN = ("hvd.join() after the loop -> Join([model]) around it: a rank out of bat
 JOIN_REMOVED = "The hvd.join() call itself: the Join context manager above ends the loop in its place."
 SYNC_BATCHNORM = ("nn.SyncBatchNorm takes the same arguments (num_features, eps, momentum, affine, "
                   "track_running_stats). Both need GPU tensors: neither runs on CPU.")
+# Where each collective helper runs: part of every collective's note.
+_DEVICE = ("Device: Horovod reduced CPU and GPU tensors alike. The process group this migration makes names no "
+           "backend, and torch then serves only the machine's accelerator: NCCL, CUDA tensors alone, on GPUs "
+           "(torch 2.11 on an H200: 'No backend type associated with device type cpu'), Gloo on CPU. So the "
+           "helper does not assume the device: under a group with no CPU backend (dist.get_backend_config() "
+           "without 'cpu:') it moves a CPU tensor to this rank's GPU and back.")
 ALLREDUCE_MEAN = ("hvd.allreduce averages by default; dist.all_reduce sums in place, so the helper copies, sums "
                   "and divides by the world size (the division is the step people forget). The name= is "
                   "dropped: torch.distributed matches collectives by call order, so every rank must call in the "
-                  "same order.")
-ALLREDUCE_OP = "A sum/min/max/product over ranks, on a copy as hvd.allreduce returns (torch reduces in place)."
-ALLGATHER = ("hvd.allgather concatenates along dimension 0 and allows a different first dimension per rank; "
-             "dist.all_gather needs the same shape on every rank.")
+                  "same order. " + _DEVICE)
+ALLREDUCE_OP = ("A sum/min/max/product over ranks (average=False: a sum, as Horovod reads it), on a copy as "
+                "hvd.allreduce returns (torch reduces in place). " + _DEVICE)
+ALLGATHER = (
+    "hvd.allgather concatenates along dimension 0 and allows a different first dimension per rank; dist.all_gather "
+    "needs the same shape on every rank. That precondition is removed, not assumed: the helper gathers the "
+    "lengths, pads each tensor to the longest, gathers and trims, so uneven last batches, per-sample results and "
+    "pickled buffers give Horovod's result. Gradients: Horovod's allgather passes them back, averaged over the "
+    "ranks (HorovodAllgather.backward); the helper's autograd function does the same (torch.distributed.nn's "
+    "all_gather would sum them: world-size times larger). It is used for every allgather: where no gradient is "
+    "wanted (no_grad, a tensor without requires_grad) autograd records nothing, so nothing needs proving about "
+    "requires_grad. As under Horovod, every rank must run the backward that passes through it. " + _DEVICE)
 ALLGATHER_OBJECT = "The same: a list of every rank's picklable object."
-BROADCAST = "A copy of the root's tensor on every rank (dist.broadcast writes in place)."
+BROADCAST = "A copy of the root's tensor on every rank (dist.broadcast writes in place). " + _DEVICE
 BROADCAST_OBJECT = "The same: the root rank's picklable object on every rank."
 SHUTDOWN = ("destroy_process_group() ends the job, after a barrier: it makes Gloo's abort at exit, PyTorch's "
             "bug, rare (docs/fault-tolerance.md).")
@@ -301,3 +316,11 @@ HOROVOD_NAME_KEPT = ("The name \"horovod\" is kept where a user chooses it (a ba
                      "your users are told.")
 MODULE_ATTRIBUTE = ("An attribute of the model itself: DistributedDataParallel does not forward attributes it "
                     "does not have, so it is read from the module it wraps (.module).")
+# Collectives that keep their meaning (issue 42, classes 1, 2, 3, 7): each note says the precondition and how it holds
+ALLREDUCE_AT_RUN_TIME = (
+    "The reduction is a variable (a wrapper's `average=average` or `op=op`): all_reduce_average_or_op resolves it "
+    "at run time as Horovod did (op if given, else average=False a sum, else the mean; both given: ValueError). "
+    "Precondition: op is a reduction named in this script (hvd.Sum ... are dist.ReduceOp values now, "
+    "hvd.Average is dist.ReduceOp.AVG): holds, every hvd reduction name was rewritten; hvd.Adasum is flagged.")
+REDUCTION_NAME = ("A Horovod reduction named outside an allreduce call (a default or an argument that reaches one): "
+                  "the dist.ReduceOp value that all_reduce_average_or_op reads as Horovod's op (AVG: the mean).")

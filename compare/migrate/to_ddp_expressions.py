@@ -7,9 +7,9 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.horovod_api import LIGHTNING_CALLS, NEEDS_OS, REDUCE_OPS, SIMPLE_CALLS
+from compare.migrate.horovod_api import LIGHTNING_CALLS, NEEDS_OS, REDUCE_OPS, REDUCTIONS, SIMPLE_CALLS
 from compare.migrate.migration import Change
-from compare.migrate.syntax import argument, dotted_name, keyword_args, parse_expr, shortened
+from compare.migrate.syntax import argument, dotted_name, parse_expr, shortened
 from compare.migrate.to_ddp_base import RewriteBase
 from compare.migrate.uses_lightning import TrainerPlan
 
@@ -104,7 +104,23 @@ class ExpressionRewrites(RewriteBase):
         if name == "Compression.none":
             self.note(original, "None", notes.COMPRESSION_NONE)
             return parse_expr("None")
+        if name in REDUCTIONS and not self._inside_optimizer(original):
+            # A reduction named anywhere else (a wrapper's default, a caller's argument, an allreduce's op=):
+            # the value all_reduce_average_or_op resolves at run time, as hvd.allreduce resolved Horovod's.
+            parent = self.uses.parents[original]
+            if not (isinstance(parent, cst.Arg) and self.uses.hvd_name(self.uses.parents[parent].func) in (  # type: ignore[attr-defined]
+                    "allreduce", "allreduce_")):  # (an allreduce's own literal op= is noted with its call)
+                self.note(original, REDUCTIONS[name], notes.REDUCTION_NAME)
+            return parse_expr(REDUCTIONS[name])
         return updated
+
+    def _inside_optimizer(self, node: cst.CSTNode) -> bool:
+        """Inside a DistributedOptimizer(...): its op= is read by its own rewrite (DDP averages)."""
+        while not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Module)):
+            node = self.uses.parents[node]
+            if isinstance(node, cst.Call) and self.uses.hvd_name(node.func) == "DistributedOptimizer":
+                return True
+        return False
 
     def _trainer(self, original: cst.Call, updated: cst.Call, plan: TrainerPlan) -> cst.Call:
         """The Horovod arguments -> strategy, accelerator, devices, num_nodes for Lightning 2 under torchrun, in
@@ -180,23 +196,32 @@ class ExpressionRewrites(RewriteBase):
         return self.uses.line(node) > self.wrap_line
 
     def _allreduce(self, original: cst.Call, updated: cst.Call, name: str) -> cst.BaseExpression:
-        keywords = keyword_args(original)
+        """hvd.allreduce(tensor, average=None, name=None, compression=..., op=None, ...): op and average by
+        keyword or position. A literal reduction becomes its own helper; one known only at run time (a
+        wrapper's `average=average`, `op=op`) the helper that resolves it as Horovod does."""
         tensor = argument(updated, 0, "tensor")
-        op = keywords.get("op")
+        op, average = argument(original, 4, "op"), argument(original, 1, "average")
         op_name = self.uses.hvd_name(op) if op is not None else None
-        average = keywords.get("average")
-        if op_name == "Adasum" or (op is not None and op_name not in ("Average", *REDUCE_OPS)) or tensor is None:
+        if op_name == "Adasum" or tensor is None:
             return updated  # flagged in pass 1
         code = self.uses.module.code_for_node(tensor)
+        in_place = name == "allreduce_"
+        literal_average = average is None or m.matches(average, m.Name("True") | m.Name("False"))
+        if (op is not None and average is not None) or not literal_average or (op is not None and op_name not in (
+                "Average", *REDUCE_OPS)):
+            given = [f"{key}={self.uses.module.code_for_node(value)}" for key, value in
+                     (("average", argument(updated, 1, "average")), ("op", argument(updated, 4, "op")))
+                     if value is not None]
+            after = f"{self.helper('all_reduce_average_or_op')}({', '.join([code, *given])}"
+            after += ", in_place=True)" if in_place else ")"
+            self.note(original, after, notes.ALLREDUCE_AT_RUN_TIME)
+            return parse_expr(after)
         if op_name in REDUCE_OPS or m.matches(average, m.Name("False")):
-            reduce_op = REDUCE_OPS.get(op_name or "Sum", "SUM")
-            helper = self.helper("all_reduce")
-            if name == "allreduce_":
-                self.note(original, f"dist.all_reduce({code}, op=dist.ReduceOp.{reduce_op})", notes.ALLREDUCE_OP)
-                return parse_expr(f"dist.all_reduce({code}, op=dist.ReduceOp.{reduce_op})")
-            self.note(original, f"{helper}({code}, dist.ReduceOp.{reduce_op})", notes.ALLREDUCE_OP)
-            return parse_expr(f"{helper}({code}, dist.ReduceOp.{reduce_op})")
-        helper = self.helper("all_reduce_mean_" if name == "allreduce_" else "all_reduce_mean")
+            helper = self.helper("all_reduce_" if in_place else "all_reduce")
+            after = f"{helper}({code}, dist.ReduceOp.{REDUCE_OPS.get(op_name or 'Sum', 'SUM')})"
+            self.note(original, after, notes.ALLREDUCE_OP)
+            return parse_expr(after)
+        helper = self.helper("all_reduce_mean_" if in_place else "all_reduce_mean")
         self.note(original, f"{helper}({code})", notes.ALLREDUCE_MEAN)
         return parse_expr(f"{helper}({code})")
 
