@@ -172,7 +172,7 @@ def _verify(ns: argparse.Namespace, migration: Migration, out: Path, mode: Launc
 
 def main(ns: argparse.Namespace) -> int:
     from compare.migrate.launch_line import torchrun_lines
-    from compare.migrate.migration_report import render, summary
+    from compare.migrate.migration_report import render, summary, where
 
     if ns.script is None:
         if ns.launch is None:
@@ -189,8 +189,7 @@ def main(ns: argparse.Namespace) -> int:
     write_atomic(report, render(migration, str(ns.script), str(out), launch))
     print(f"migrate: wrote {out} and {report}: {summary(migration)}")
     for flag in migration.flags:
-        where = f"line {flag.line}" if flag.line else "somewhere"
-        print(f"  needs a person, {where} ({flag.category}): {flag.why}", file=sys.stderr)
+        print(f"  needs a person, {where(flag)} ({flag.category}): {flag.why}", file=sys.stderr)
     if launch:
         print("\n".join(launch))
     partial = bool(migration.flags) and not ns.allow_partial

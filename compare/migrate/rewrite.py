@@ -34,6 +34,7 @@ from libcst.metadata import MetadataWrapper
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.output_check import checked_flags
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
@@ -46,8 +47,9 @@ def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
     return False
 
 
-def migrate_source(source: str) -> Migration:
-    """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script."""
+def migrate_source(source: str, *, check: bool = True) -> Migration:
+    """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script. With check (the
+    default), the whole result goes through compare.migrate.output_check and its findings join the flags."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -80,7 +82,9 @@ def migrate_source(source: str) -> Migration:
     if transformer.imports:
         new = AddImportsVisitor(context).transform_module(new)
     changes = sorted(transformer.changes, key=lambda c: c.line)
-    return Migration(source=source, code=new.code, changes=changes, flags=sorted(uses.flags, key=lambda f: f.line),
+    flags = uses.flags + (checked_flags(source, new.code, uses.flags) if check else [])
+    return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
+                     checked=check,
                      has_sync_batchnorm=uses.has_sync_batchnorm,
                      lightning=uses.lightning,
                      front_end="Ray Train's TorchTrainer" if uses.ray
