@@ -287,3 +287,15 @@ SPARK_UNRECOGNISED = ("Not migrated (only horovod.spark.run and sparkdl.HorovodR
                       "(docs/migration.md, \"Spark and Databricks\").")
 RAY_HOROVOD_IMPORT = ("horovod.torch is gone: Ray Train makes the process group and prepare_model wraps the model; "
                       "torch.distributed is imported only where a collective needs it.")
+# Issue 42: the rewrites whose preconditions the migration proves or states (docs/migration.md, "Models and
+# barriers: what each rewrite needs").
+DDP_AFTER_AMP = ("Wrapped after apex's amp.initialize, not where Horovod's state was in place: amp.initialize "
+                 "raises on a model already in DistributedDataParallel (apex's documented order).")
+FIND_UNUSED = ("find_unused_parameters=True: the script turns requires_grad off on part of the model while it "
+               "trains, so those parameters get no gradient in some steps, which DDP otherwise waits for (an error "
+               "at the next step). Horovod's optimizer averaged whichever gradients existed.")
+BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped in DDP (an EMA copy, a teacher), "
+                         "so nothing else makes its parameters equal on every rank.")
+SECOND_OPTIMIZER = ("A second hvd.DistributedOptimizer (for `{name}`): only one model is wrapped in DDP, so this "
+                    "one's gradients would no longer be averaged. Wrap `{name}` in DistributedDataParallel where it "
+                    "is built (each model its own wrap) and give this optimizer its plain form.")

@@ -23,6 +23,7 @@ MODULE_METHODS = {
     "register_module", "register_parameter", "requires_grad_", "set_extra_state", "share_memory", "state_dict",
     "to", "to_empty", "train", "type", "zero_grad", "no_sync", "join", "join_hook", "register_comm_hook", "xpu",
 }
+MODULE_ATTRIBUTES = MODULE_METHODS | {"module", "training", "device", "device_ids", "process_group"}
 WRAPPERS = {"DDP", "DistributedDataParallel", "torch.nn.parallel.DistributedDataParallel",
             "nn.parallel.DistributedDataParallel", "prepare_model", "ray.train.torch.prepare_model",
             "train.torch.prepare_model"}
@@ -110,6 +111,14 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
                                        "without DDP's forward, so its gradients are never averaged"
                                        + ("" if through_module else " (and the DDP wrapper has no such method)")
                                        + ": call the model itself, or move this into forward"))
+    for node in m.findall(result.module, m.Attribute(value=m.Name(model))):
+        parent = result.parents[node]
+        if node.attr.value in MODULE_ATTRIBUTES or (isinstance(parent, cst.Call) and parent.func is node) \
+                or (result.line(node) <= wrap_line and not _in_function(result, node)):  # type: ignore[attr-defined]
+            continue
+        findings.append(result.finding(node, "bypasses DDP", f"`{model}.{node.attr.value}`: the DDP wrapper has no "  # type: ignore[attr-defined]
+                                       f"such attribute (it raises): `{model}.module.{node.attr.value}` reaches the "  # type: ignore[attr-defined]
+                                       "model, and what is trained through it must go through forward"))
     return findings
 
 
