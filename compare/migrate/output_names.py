@@ -84,7 +84,29 @@ def check_names(original: Parsed, result: Parsed) -> list[Finding]:
             findings.append(result.finding(_first_binding(result, key), "shadowed name",
                                            f"`{key[1]}` is bound by an added import or def where the script "
                                            "already binds it"))
+    reads_before, reads_after = _read_counts(original), _read_counts(result)
+    for name in {n for (scope, n) in defs_after if scope == "" and ("", n) not in defs_before}:
+        # an import or helper the migration added for the whole module, and a function binding that name
+        # for itself: the added code's reads of it there would get the function's own value
+        for scope in result.all_scopes():
+            key = (scope_key(scope), name)
+            if key[0] and any(a.name == name for a in scope.assignments) and key not in defs_after \
+                    and reads_after.get(key, 0) > reads_before.get(key, 0):
+                findings.append(result.finding(_first_binding(result, key), "shadowed name",
+                                               f"`{name}` (added for the whole module) is bound here by the "
+                                               f"script's own code too, which hides the added one in "
+                                               f"{key[0].lstrip('/')}"))
     return findings
+
+
+def _read_counts(parsed: Parsed) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for scope in parsed.all_scopes():
+        for access in scope.accesses:
+            if isinstance(access.node, cst.Name):
+                key = (scope_key(scope), access.node.value)
+                counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _first_reads(parsed: Parsed) -> dict[tuple[str, str], int]:
