@@ -32,6 +32,8 @@ COLLECTIVES = {"all_reduce", "all_gather", "all_gather_into_tensor", "all_gather
                "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "gather_object", "scatter",
                "scatter_object_list"}
 RANK_TEST = re.compile(r"rank|is_main|is_master|main_process|is_primary|is_chief", re.IGNORECASE)
+# `args.local_rank != -1`: whether the job is distributed at all (every rank takes the same branch)
+MODE_TEST = re.compile(r"rank\w*\s*(==|!=|<|>=)\s*-1|-1\s*(==|!=)\s*\w*rank", re.IGNORECASE)
 CPU_FACTORIES = {"tensor", "zeros", "ones", "empty", "full", "arange", "as_tensor", "from_numpy", "rand", "randn",
                  "zeros_like", "ones_like"}
 
@@ -191,7 +193,7 @@ def check_collectives(result: Parsed) -> list[Finding]:
             continue
         for guard in _conditions(result, call):
             test = result.module.code_for_node(guard.test)
-            if not RANK_TEST.search(test):
+            if not RANK_TEST.search(test) or MODE_TEST.search(test):
                 continue
             other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
             if other is not None and _calls(guard.body, functions) == _calls(other, functions):
