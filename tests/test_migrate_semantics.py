@@ -5,7 +5,8 @@ and the check of the whole output (compare.migrate.output_check), in both direct
 Each class has an example script in examples/horovod_scripts/ in the shape public code has; each migrated with
 exit 0 and "Nothing: every Horovod use was migrated" before this work. No launcher runs here: each class is
 either rewritten so that its precondition holds (the text is checked) or flagged with its line (exit 6). One
-launch pair (slow): the EMA script, migrated with exit 0, verified against its original.
+launch pair (slow): the supernet, whose migration gains find_unused_parameters=True, verified against its
+original (without it, DDP raises at the second step).
 """
 
 from __future__ import annotations
@@ -68,21 +69,6 @@ def test_an_ema_copys_broadcast_stays_a_broadcast():
     assert any("EMA copy" in change.note for change in migration.changes)
 
 
-@pytest.fixture(scope="module")
-def ema_verified(tmp_path_factory, horovod_built):
-    out = tmp_path_factory.mktemp("semantics")
-    return run([sys.executable, "-m", "compare", "migrate", str(CORPUS / "ema.py"), "-o", str(out / "ema_ddp.py"),
-                "--verify", "--verify-out", str(out / "ema"), "--timeout", "240", "--", "--epochs", "1"],
-               timeout=600)
-
-
-@pytest.mark.slow
-def test_an_ema_script_migrated_with_exit_0_trains_the_same(ema_verified):
-    result = ok(ema_verified)  # exit 0: nothing flagged, and parity holds
-    assert re.search(r"^parity holds: ", result.stdout, re.MULTILINE), result.stdout
-    assert "eval_loss: equivalent" in result.stdout  # the EMA copy's evaluation, compared too
-
-
 def test_the_wrapped_models_own_broadcast_is_still_dropped():
     code = migrate_source(_source("ema")).code
     assert "(model.state_dict()).values()" not in code  # DDP's constructor broadcasts it
@@ -108,6 +94,30 @@ def test_ddp_is_made_after_amp_initialize():
         "optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)\n"
         "model = DDP(model)\n")
     assert [f.category for f in check_output(_source("apex_amp"), before)] == ["DDP before amp"]
+
+
+@pytest.fixture(scope="module")
+def supernet_verified(tmp_path_factory, horovod_built):
+    out = tmp_path_factory.mktemp("semantics")
+    return run([sys.executable, "-m", "compare", "migrate", str(CORPUS / "supernet.py"), "-o",
+                str(out / "supernet_ddp.py"), "--verify", "--verify-out", str(out / "supernet"), "--timeout", "240",
+                "--", "--epochs", "1"], timeout=600)
+
+
+def test_a_sampled_sub_network_gets_find_unused_parameters():
+    migration = migrate_source(_source("supernet"))
+    assert migration.flags == []
+    assert "model = DDP(model, find_unused_parameters=True)" in migration.code
+    # without it, the check names the wrap
+    bare = migration.code.replace("DDP(model, find_unused_parameters=True)", "DDP(model)")
+    assert [(f.category, f.code) for f in check_output(_source("supernet"), bare)] == [
+        ("unused parameters", "model = DDP(model)")]
+
+
+@pytest.mark.slow
+def test_a_sampled_sub_network_migrated_with_exit_0_trains_the_same(supernet_verified):
+    result = ok(supernet_verified)  # exit 0: nothing flagged, and parity holds
+    assert re.search(r"^parity holds: ", result.stdout, re.MULTILINE), result.stdout
 
 
 FROZEN_BACKBONE = '''

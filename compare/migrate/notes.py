@@ -292,8 +292,10 @@ RAY_HOROVOD_IMPORT = ("horovod.torch is gone: Ray Train makes the process group 
 DDP_AFTER_AMP = ("Wrapped after apex's amp.initialize, not where Horovod's state was in place: amp.initialize "
                  "raises on a model already in DistributedDataParallel (apex's documented order).")
 FIND_UNUSED = ("find_unused_parameters=True: the script turns requires_grad off on part of the model while it "
-               "trains, so those parameters get no gradient in some steps, which DDP otherwise waits for (an error "
-               "at the next step). Horovod's optimizer averaged whichever gradients existed.")
+               "trains, or its forward draws at random which parts run, so some parameters get no gradient in a "
+               "step, which DDP otherwise waits for (an error at the next step). Not the same in one way: Horovod's "
+               "optimizer gave a parameter no rank used a zero gradient (so momentum and weight decay still moved "
+               "it), where DDP leaves its .grad None and the optimizer skips it.")
 BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped in DDP (an EMA copy, a teacher), "
                          "so nothing else makes its parameters equal on every rank.")
 SECOND_OPTIMIZER = ("A second hvd.DistributedOptimizer (for `{name}`): only one model is wrapped in DDP, so this "

@@ -66,6 +66,32 @@ def _optimizer_models(result: Parsed) -> list[tuple[str, cst.Call]]:
     return found
 
 
+RANDOM_CALL = re.compile(r"(random|np\.random|numpy\.random)\.\w+|torch\.(randint|rand|bernoulli|multinomial)")
+
+
+def samples_sub_networks(module: cst.Module, model: str) -> bool:
+    """Whether the model's class (defined in this script, `model = Class(...)`) draws at random inside forward
+    (a sampled sub-network, stochastic depth, a random branch): then some parameters get no gradient in a step."""
+    classes = {c.name.value: c for c in m.findall(module, m.ClassDef())}  # type: ignore[attr-defined]
+    for assign in m.findall(module, m.Assign(value=m.Call(func=m.Name()))):
+        if not any(_name(t.target) == model for t in assign.targets):  # type: ignore[attr-defined]
+            continue
+        cls = classes.get(assign.value.func.value)  # type: ignore[attr-defined]
+        forwards = [f for f in m.findall(cls, m.FunctionDef(name=m.Name("forward")))] if cls is not None else []
+        if any(RANDOM_CALL.fullmatch(_name(c.func)) for f in forwards for c in m.findall(f, m.Call())):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _unused_parameters(result: Parsed, model: str, calls: list[cst.Call]) -> list[Finding]:
+    if not samples_sub_networks(result.module, model) or any(
+            a.keyword is not None and a.keyword.value == "find_unused_parameters" for c in calls for a in c.args):
+        return []
+    return [result.finding(calls[0], "unused parameters", f"`{model}`'s forward draws at random which parts run, "
+                           "so some parameters get no gradient in a step, which DDP waits for (an error at the next "
+                           "step): give DDP find_unused_parameters=True")]
+
+
 def _covered(model: str, wrapped: set[str]) -> bool:
     return any(model == w or model.startswith(w + ".") for w in wrapped)
 
@@ -87,6 +113,7 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
         findings += _other_methods(result, model, first)
         findings += _amp_after(result, model, first)
         findings += _module_off_the_wrap(result, model, calls)
+        findings += _unused_parameters(result, model, calls)
     return findings
 
 

@@ -20,6 +20,8 @@ Pass 1 is a LibCST visitor, pass 2 a transformer, each made of a class per conce
     to_ddp_base.py           pass 2: the plan it applies, and what it changed, adds and imports
     horovod_api.py, added_helpers.py, syntax.py, migration.py: the Horovod names, the helpers' code, node
     helpers, and what a migration gives back
+Then the whole result is checked against the original (output_check.py, with output_names.py, output_ddp.py
+and output_parsed.py): its findings join the flags.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS
 from compare.migrate.migration import Change
+from compare.migrate.output_ddp import samples_sub_networks
 from compare.migrate.syntax import argument, keyword_args, parse_expr, parse_stmt, receiver_of
 from compare.migrate.to_ddp_base import RewriteBase
 
@@ -149,7 +150,8 @@ class StatementRewrites(RewriteBase):
     def _wrap_statements(self) -> list[cst.BaseStatement]:
         model = self.model
         self.need("torch.nn.parallel", "DistributedDataParallel", "DDP")
-        frozen = model in self.uses.frozen_models or any(f.startswith(f"{model}.") for f in self.uses.frozen_models)
+        frozen = model in self.uses.frozen_models or any(f.startswith(f"{model}.") for f in self.uses.frozen_models) \
+            or samples_sub_networks(self.uses.module, model or "")
         wrap = f"{model} = DDP({model}, find_unused_parameters=True)" if frozen else f"{model} = DDP({model})"
         out = [parse_stmt(wrap)]
         note = " ".join([notes.DDP_AFTER_AMP if self.after_amp else notes.DDP_WRAP, *[notes.FIND_UNUSED] * frozen])
