@@ -55,7 +55,7 @@ for epoch in range(args.epochs):
         loss.backward()
         optimizer.step()
         with torch.no_grad():
-            for ema_p, p in zip(model_ema.parameters(), model.parameters()):
+            for ema_p, p in zip(model_ema.parameters(), model.parameters(), strict=True):
                 ema_p.mul_(args.ema_decay).add_(p, alpha=1 - args.ema_decay)
         rec.step(loss, samples=len(data))
     with torch.no_grad():
