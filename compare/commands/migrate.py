@@ -163,9 +163,10 @@ def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, Launch
 
 
 def _print_flags(flags: list[tuple[str | None, Flag]]) -> None:
+    from compare.migrate.migration_report import where
+
     for path, flag in flags:
-        where = f"line {flag.line}" if flag.line else "somewhere"
-        print(f"  needs a person, {path + ' ' if path else ''}{where} ({flag.category}): {flag.why}",
+        print(f"  needs a person, {path + ' ' if path else ''}{where(flag)} ({flag.category}): {flag.why}",
               file=sys.stderr)
 
 

@@ -93,6 +93,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
     def visit_Call(self, node: cst.Call) -> None:
         if m.matches(node.func, m.Attribute(attr=m.Name("commit"))):
             self.commit_calls.append(node)
+        self._model_preconditions(node)
         name = self.hvd_name(node.func)
         keywords = keyword_args(node)
         if "process_set" in keywords or "process_sets" in keywords:
@@ -145,6 +146,37 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
                     self.flag(node, "multi-host", f"horovod.run({multi_host}=...): torch.multiprocessing.spawn "
                                                   "starts local processes only; use torchrun on each host")
 
+    def _model_preconditions(self, node: cst.Call) -> None:
+        """What decides where and how the model is wrapped: apex's amp.initialize (DDP after it), and parameters
+        whose requires_grad is turned off (`model.x.requires_grad_(False)`)."""
+        func = get_full_name_for_node(node.func) or ""
+        stmt = self.statement_of(node)
+        if (func == "amp.initialize" or func.endswith(".amp.initialize")) and isinstance(
+                stmt, cst.SimpleStatementLine):
+            self.amp_initialize_stmts.append(stmt)
+        if m.matches(node, m.Call(func=m.Attribute(attr=m.Name("requires_grad_")),
+                                  args=[m.Arg(value=m.Name("False"))])):
+            self._record_frozen(node.func.value)  # type: ignore[attr-defined]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`p.requires_grad = False` in `for p in model.x.parameters():`."""
+        if not (len(node.targets) == 1 and m.matches(node.targets[0].target, m.Attribute(
+                attr=m.Name("requires_grad"))) and not m.matches(node.value, m.Name("True"))):
+            return
+        loop = self.parents[self.statement_of(node)]
+        while loop is not None and not isinstance(loop, (cst.For, cst.Module)):
+            loop = self.parents.get(loop)
+        target = node.targets[0].target.value  # type: ignore[attr-defined]
+        if isinstance(loop, cst.For) and m.matches(loop.target, m.Name()) and m.matches(target, m.Name()) \
+                and loop.target.value == target.value and m.matches(  # type: ignore[attr-defined]
+                    loop.iter, m.Call(func=m.Attribute(attr=m.Name("parameters")))):
+            self._record_frozen(loop.iter.func.value)  # type: ignore[attr-defined]
+
+    def _record_frozen(self, node: cst.BaseExpression) -> None:
+        name = get_full_name_for_node(node)
+        if name:
+            self.frozen_models.add(name.removesuffix(".module").split(".module.")[0])
+
     def visit_If(self, node: cst.If) -> None:
         if any(self.hvd_name(call.func) == "rank" for call in m.findall(node.test, m.Call())):
             self.rank_guards.append(node)
@@ -167,13 +199,19 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             self._check_optimizer_op(keywords)
             return
         target = get_full_name_for_node(assign.targets[0].target)
-        self.optimizers.add(target or "")
-        self.dist_optimizer_stmt, self.dist_optimizer_call = stmt, node
         inner = argument(node, 0, "optimizer")
         inner_params = argument(inner, 0, "params") if isinstance(inner, cst.Call) else None
-        self.model = (receiver_of(keywords.get("named_parameters"), "named_parameters") or self.model
-                      or receiver_of(inner_params, "parameters"))
+        model = receiver_of(keywords.get("named_parameters"), "named_parameters") or receiver_of(
+            inner_params, "parameters")
         self._check_optimizer_op(keywords)
+        if self.dist_optimizer_stmt is not None:
+            # One model is wrapped in DDP; a second optimizer's model (a GAN's other network) keeps Horovod's
+            # averaging at step() instead: both train as they did.
+            self.step_hook_optimizers.append(node)
+            return
+        self.optimizers.add(target or "")
+        self.dist_optimizer_stmt, self.dist_optimizer_call = stmt, node
+        self.model = receiver_of(keywords.get("named_parameters"), "named_parameters") or self.model or model
         for dropped in ("gradient_predivide_factor", "groups", "sparse_as_dense", "num_groups"):
             if dropped in keywords and dropped in ("groups", "num_groups"):
                 self.flag(node, "unrecognised", f"DistributedOptimizer({dropped}=...): DDP buckets by size "

@@ -24,6 +24,7 @@ class Flag:
     category: str      # Adasum | elastic | timeline | process sets | unrecognised | multi-host | ...
     code: str
     why: str
+    result_line: int | None = None  # where the check of the whole output found it, in the result
 
 
 @dataclasses.dataclass
@@ -35,3 +36,4 @@ class Migration:
     has_sync_batchnorm: bool = False
     lightning: bool = False  # a Horovod-driven Lightning Trainer: the original cannot run under Lightning 2
     front_end: str | None = None  # what starts the workers instead of torchrun ("Ray Train's TorchTrainer")
+    checked: bool = False  # the whole output went through compare.migrate.output_check (its findings are flags)

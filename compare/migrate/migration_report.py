@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from compare.migrate.migration import Change, Migration
+from compare.migrate.migration import Change, Flag, Migration
 
 
 def map_lines(original: str, new: str) -> dict[int, int | None]:
@@ -76,12 +76,14 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
         lines.append(f"| {original_line} | {new_line} | {_code(change.before)} | {_code(change.after)} "
                      f"| {_cell(change.note)} |")
     lines += ["", "## Needs a person", ""]
-    if not flags:
+    if not flags and migration.checked:
         lines.append("Nothing: every Horovod use was migrated.")
+    elif not flags:
+        lines.append("Not known: the whole result was not checked (compare.migrate.output_check); check it "
+                     "before trusting it.")
     for flag in flags:
-        where = f"line {flag.line}" if flag.line else "somewhere"
         code = f" `{_cell(flag.code)}`" if flag.code else ""
-        lines.append(f"- **{flag.category}**, {where}:{code}: {flag.why}")
+        lines.append(f"- **{flag.category}**, {where(flag)}:{code}: {flag.why}")
     if launch_lines:
         lines += ["", "## Launch", "", "```bash", *launch_lines, "```"]
     check = (f"The original's Trainer ran on Horovod's Lightning accelerator, which Lightning 2 no longer has, so "
@@ -95,6 +97,14 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
              "compares rank 0's losses with `python -m compare check`. See docs/migration.md.")
     lines += ["", "## Check it", "", check, ""]
     return "\n".join(lines)
+
+
+def where(flag: Flag) -> str:
+    """'line 12', 'line 12 (result line 14)' for what the check of the output found, 'result line 3' for a line
+    the rewrite added."""
+    if flag.result_line is None:
+        return f"line {flag.line}" if flag.line else "somewhere"
+    return f"line {flag.line} (result line {flag.result_line})" if flag.line else f"result line {flag.result_line}"
 
 
 def summary(migration: Migration) -> str:

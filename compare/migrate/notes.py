@@ -324,3 +324,17 @@ ALLREDUCE_AT_RUN_TIME = (
     "hvd.Average is dist.ReduceOp.AVG): holds, every hvd reduction name was rewritten; hvd.Adasum is flagged.")
 REDUCTION_NAME = ("A Horovod reduction named outside an allreduce call (a default or an argument that reaches one): "
                   "the dist.ReduceOp value that all_reduce_average_or_op reads as Horovod's op (AVG: the mean).")
+# Issue 42: the rewrites whose preconditions the migration proves or states (docs/migration.md, "Models and
+# barriers: what each rewrite needs").
+DDP_AFTER_AMP = ("Wrapped after apex's amp.initialize, not where Horovod's state was in place: amp.initialize "
+                 "raises on a model already in DistributedDataParallel (apex's documented order).")
+FIND_UNUSED = ("find_unused_parameters=True: the script turns requires_grad off on part of the model while it "
+               "trains, or its forward draws at random which parts run, so some parameters get no gradient in a "
+               "step, which DDP otherwise waits for (an error at the next step). Not the same in one way: Horovod's "
+               "optimizer gave a parameter no rank used a zero gradient (so momentum and weight decay still moved "
+               "it), where DDP leaves its .grad None and the optimizer skips it.")
+BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped in DDP (an EMA copy, a teacher), "
+                         "so nothing else makes its parameters equal on every rank.")
+SECOND_OPTIMIZER = ("A second hvd.DistributedOptimizer (for `{name}`): only one model is wrapped in DDP, so this "
+                    "one's gradients would no longer be averaged. Wrap `{name}` in DistributedDataParallel where it "
+                    "is built (each model its own wrap) and give this optimizer its plain form.")

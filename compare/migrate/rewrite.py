@@ -20,6 +20,8 @@ Pass 1 is a LibCST visitor, pass 2 a transformer, each made of a class per conce
     to_ddp_base.py           pass 2: the plan it applies, and what it changed, adds and imports
     horovod_api.py, added_helpers.py, syntax.py, migration.py: the Horovod names, the helpers' code, node
     helpers, and what a migration gives back
+Then the whole result is checked against the original (output_check.py, with output_names.py, output_ddp.py
+and output_parsed.py): its findings join the flags.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from libcst.metadata import MetadataWrapper
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.output_check import checked_flags
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
@@ -47,8 +50,9 @@ def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
 
 
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
-                   end_of_job: bool = True) -> Migration:
-    """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script.
+                   end_of_job: bool = True, check: bool = True) -> Migration:
+    """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script. With check (the
+    default), the whole result goes through compare.migrate.output_check and its findings join the flags.
 
     For one file of a repository (compare/migrate/migrate_tree.py): `helpers_module`, the module its helpers are
     imported from (else they are added to the file); `helper_names`, the helpers renamed where their own names
@@ -88,7 +92,9 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     if transformer.imports:
         new = AddImportsVisitor(context).transform_module(new)
     changes = sorted(transformer.changes, key=lambda c: c.line)
-    return Migration(source=source, code=new.code, changes=changes, flags=sorted(uses.flags, key=lambda f: f.line),
+    flags = uses.flags + (checked_flags(source, new.code, uses.flags) if check else [])
+    return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
+                     checked=check,
                      has_sync_batchnorm=uses.has_sync_batchnorm,
                      lightning=uses.lightning,
                      front_end="Ray Train's TorchTrainer" if uses.ray

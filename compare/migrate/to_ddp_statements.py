@@ -11,13 +11,27 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate import notes
 from compare.migrate.added_helpers import helper_code
 from compare.migrate.migration import Change
-from compare.migrate.syntax import argument, keyword_args, parse_expr, parse_stmt
+from compare.migrate.output_ddp import samples_sub_networks
+from compare.migrate.syntax import argument, keyword_args, parse_expr, parse_stmt, receiver_of
 from compare.migrate.to_ddp_base import RewriteBase
 
 
 class StatementRewrites(RewriteBase):
     """The statements replaced whole (each one's replacement held in self.expand until its block is left),
     the loops, and the blocks that take the replacements."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.after_amp = False
+        # apex's amp.initialize raises on a model already in DDP: the wrap goes after the last one in its block
+        if self.wrap_stmt is not None:
+            block = self.uses.parents[self.wrap_stmt]
+            later = [s for s in self.uses.amp_initialize_stmts
+                     if self.uses.parents[s] is block and self.uses.line(s) > (self.wrap_line or 0)]
+            if later:
+                self.wrap_stmt = later[-1]
+                self.wrap_line = self.uses.line(self.wrap_stmt)
+                self.after_amp = True
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                                   ) -> cst.SimpleStatementLine:
@@ -63,10 +77,20 @@ class StatementRewrites(RewriteBase):
         return None
 
     def _broadcast_parameters(self, original: cst.SimpleStatementLine, call: cst.Call) -> list[cst.BaseStatement]:
+        params = argument(call, 0, "params")
+        of = receiver_of(params, "state_dict") or receiver_of(params, "named_parameters")
+        if self.uses.dist_optimizer_stmt is not None and self.model and of not in (None, self.model):
+            # another model (an EMA copy, a teacher): DDP's constructor broadcasts only the wrapped one
+            out = self._broadcast_by_hand(original, call)
+            self.changes[-1].note = notes.BROADCAST_OTHER_MODEL.format(name=of)
+            return out
         if self.uses.dist_optimizer_stmt is not None and self.model:
             self.note(original, "" if original is not self.wrap_stmt else f"{self.model} = DDP({self.model})",
                       notes.BROADCAST_PARAMETERS)
             return []
+        return self._broadcast_by_hand(original, call)
+
+    def _broadcast_by_hand(self, original: cst.SimpleStatementLine, call: cst.Call) -> list[cst.BaseStatement]:
         params = self.uses.module.code_for_node(argument(call, 0, "params"))  # type: ignore[arg-type]
         root = argument(call, 1, "root_rank")
         root_code = self.uses.module.code_for_node(root) if root is not None else "0"
@@ -135,9 +159,12 @@ class StatementRewrites(RewriteBase):
     def _wrap_statements(self) -> list[cst.BaseStatement]:
         model = self.model
         self.need("torch.nn.parallel", "DistributedDataParallel", "DDP")
-        out = [parse_stmt(f"{model} = DDP({model})")]
-        self.changes.append(Change(self.wrap_line or 0, self.uses.code(self.wrap_stmt), f"{model} = DDP({model})",
-                                   notes.DDP_WRAP))
+        frozen = model in self.uses.frozen_models or any(f.startswith(f"{model}.") for f in self.uses.frozen_models) \
+            or samples_sub_networks(self.uses.module, model or "")
+        wrap = f"{model} = DDP({model}, find_unused_parameters=True)" if frozen else f"{model} = DDP({model})"
+        out = [parse_stmt(wrap)]
+        note = " ".join([notes.DDP_AFTER_AMP if self.after_amp else notes.DDP_WRAP, *[notes.FIND_UNUSED] * frozen])
+        self.changes.append(Change(self.wrap_line or 0, self.uses.code(self.wrap_stmt), wrap, note))
         call = self.uses.dist_optimizer_call
         compression = keyword_args(call).get("compression") if call is not None else None
         if compression is not None:

@@ -42,6 +42,8 @@ class UsesBase(m.MatcherDecoratableVisitor):
         self.rank_guards: list[cst.If] = []
         self.commit_calls: list[cst.Call] = []
         self.init_calls: list[cst.Call] = []
+        self.amp_initialize_stmts: list[cst.SimpleStatementLine] = []  # apex: DDP goes after these
+        self.frozen_models: set[str] = set()  # models some of whose parameters get requires_grad off
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line

@@ -1,0 +1,278 @@
+"""The check of a migrated file (compare.migrate.output_check), its DDP part: every trained model wrapped and
+trained through forward, DDP made after apex's amp.initialize, `.module` only where the model is wrapped, and
+collectives every rank reaches, on tensors the chosen backend serves.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import get_full_name_for_node
+
+from compare.migrate.output_parsed import Finding, Parsed
+from compare.migrate.syntax import dotted_name
+
+# nn.Module's and DDP's own methods: calling these on a wrapped model is not training through another method.
+MODULE_METHODS = {
+    "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu", "cuda", "double", "eval", "float",
+    "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half", "load_state_dict",
+    "modules", "named_buffers", "named_children", "named_modules", "named_parameters", "parameters",
+    "register_buffer", "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_module", "register_parameter", "requires_grad_", "set_extra_state", "share_memory", "state_dict",
+    "to", "to_empty", "train", "type", "zero_grad", "no_sync", "join", "join_hook", "register_comm_hook", "xpu",
+}
+MODULE_ATTRIBUTES = MODULE_METHODS | {"module", "training", "device", "device_ids", "process_group"}
+WRAPPERS = {"DDP", "DistributedDataParallel", "torch.nn.parallel.DistributedDataParallel",
+            "nn.parallel.DistributedDataParallel", "prepare_model", "ray.train.torch.prepare_model",
+            "train.torch.prepare_model"}
+COLLECTIVES = {"all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
+               "broadcast_object_list", "barrier", "monitored_barrier", "reduce", "reduce_scatter",
+               "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "gather_object", "scatter",
+               "scatter_object_list"}
+RANK_TEST = re.compile(r"rank|is_main|is_master|main_process|is_primary|is_chief", re.IGNORECASE)
+# `args.local_rank != -1`: whether the job is distributed at all (every rank takes the same branch)
+MODE_TEST = re.compile(r"rank\w*\s*(==|!=|<|>=)\s*-1|-1\s*(==|!=)\s*\w*rank", re.IGNORECASE)
+CPU_FACTORIES = {"tensor", "zeros", "ones", "empty", "full", "arange", "as_tensor", "from_numpy", "rand", "randn",
+                 "zeros_like", "ones_like"}
+
+
+def _name(node: cst.CSTNode | None) -> str:
+    return (get_full_name_for_node(node) or "") if node is not None else ""
+
+
+def _wraps(result: Parsed) -> dict[str, list[cst.Call]]:
+    """model name -> the DDP(...) / prepare_model(...) calls that wrap it."""
+    wraps: dict[str, list[cst.Call]] = {}
+    for call in m.findall(result.module, m.Call()):
+        if _name(call.func) in WRAPPERS and call.args:  # type: ignore[attr-defined]
+            wraps.setdefault(_name(call.args[0].value), []).append(call)  # type: ignore[attr-defined]
+    return wraps
+
+
+def _optimizer_models(result: Parsed) -> list[tuple[str, cst.Call]]:
+    """(model, optimizer call) for every model.parameters() / named_parameters() an optimizer is built from."""
+    found = []
+    for call in m.findall(result.module, m.Call()):
+        func = _name(call.func)  # type: ignore[attr-defined]
+        if not re.fullmatch(r"(torch\.)?optim\.\w+|(torch\.optim\.)?(SGD|Adam|AdamW|RMSprop|Adagrad|LAMB|Lamb|"
+                            r"LARS|Adadelta|Adamax|NAdam|RAdam)", func):
+            continue
+        for inner in m.findall(call, m.Call(func=m.Attribute(attr=m.Name("parameters") | m.Name("named_parameters")))):
+            model = re.sub(r"\.module$", "", _name(inner.func.value))  # type: ignore[attr-defined]
+            if model and model != "self":
+                found.append((model, call))
+    return found
+
+
+RANDOM_CALL = re.compile(r"(random|np\.random|numpy\.random)\.\w+|torch\.(randint|rand|bernoulli|multinomial)")
+
+
+def samples_sub_networks(module: cst.Module, model: str) -> bool:
+    """Whether the model's class (defined in this script, `model = Class(...)`) draws at random inside forward
+    (a sampled sub-network, stochastic depth, a random branch): then some parameters get no gradient in a step."""
+    classes = {c.name.value: c for c in m.findall(module, m.ClassDef())}  # type: ignore[attr-defined]
+    for assign in m.findall(module, m.Assign(value=m.Call(func=m.Name()))):
+        if not any(_name(t.target) == model for t in assign.targets):  # type: ignore[attr-defined]
+            continue
+        cls = classes.get(assign.value.func.value)  # type: ignore[attr-defined]
+        forwards = [f for f in m.findall(cls, m.FunctionDef(name=m.Name("forward")))] if cls is not None else []
+        if any(RANDOM_CALL.fullmatch(_name(c.func)) for f in forwards for c in m.findall(f, m.Call())):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _unused_parameters(result: Parsed, model: str, calls: list[cst.Call]) -> list[Finding]:
+    if not samples_sub_networks(result.module, model) or any(
+            a.keyword is not None and a.keyword.value == "find_unused_parameters" for c in calls for a in c.args):
+        return []
+    return [result.finding(calls[0], "unused parameters", f"`{model}`'s forward draws at random which parts run, "
+                           "so some parameters get no gradient in a step, which DDP waits for (an error at the next "
+                           "step): give DDP find_unused_parameters=True")]
+
+
+def _covered(model: str, wrapped: set[str]) -> bool:
+    return any(model == w or model.startswith(w + ".") for w in wrapped)
+
+
+def check_models(original: Parsed, result: Parsed) -> list[Finding]:
+    """Models an optimizer trains but DDP does not wrap; wrapped models trained through another method; DDP
+    before amp.initialize; `.module` where the model may not be wrapped."""
+    findings: list[Finding] = []
+    if not m.findall(original.module, m.Attribute(attr=m.Name("DistributedOptimizer"))):
+        return findings  # Horovod averaged no model's gradients: nothing was to be wrapped
+    wraps = _wraps(result)
+    for model, call in _optimizer_models(result):
+        if not _covered(model, set(wraps)):
+            findings.append(result.finding(call, "model not wrapped", f"`{model}` is trained by this optimizer "
+                                           "but never wrapped in DDP: each rank would train its own copy (wrap it "
+                                           "as the other model is, or average its gradients by hand)"))
+    for model, calls in wraps.items():
+        first = min(result.line(c) for c in calls)
+        findings += _other_methods(result, model, first)
+        findings += _amp_after(result, model, first)
+        findings += _module_off_the_wrap(result, model, calls)
+        findings += _unused_parameters(result, model, calls)
+    return findings
+
+
+def _in_function(result: Parsed, node: cst.CSTNode) -> bool:
+    while node is not result.module:
+        node = result.parents[node]
+        if isinstance(node, cst.FunctionDef):
+            return True
+    return False
+
+
+def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
+    findings = []
+    for call in m.findall(result.module, m.Call(func=m.Attribute())):
+        func = call.func  # type: ignore[attr-defined]
+        receiver, method = dotted_name(func.value) or "", func.attr.value
+        through_module = receiver == f"{model}.module"
+        allowed = MODULE_METHODS - {"forward"} if through_module else MODULE_METHODS
+        if (receiver != model and not through_module) or method in allowed:
+            continue
+        if result.line(call) <= wrap_line and not _in_function(result, call):
+            continue
+        findings.append(result.finding(call, "bypasses DDP", f"`{receiver}.{method}(...)` trains the wrapped model "
+                                       "without DDP's forward, so its gradients are never averaged"
+                                       + ("" if through_module else " (and the DDP wrapper has no such method)")
+                                       + ": call the model itself, or move this into forward"))
+    for node in m.findall(result.module, m.Attribute(value=m.Name(model))):
+        parent = result.parents[node]
+        if node.attr.value in MODULE_ATTRIBUTES or (isinstance(parent, cst.Call) and parent.func is node) \
+                or (result.line(node) <= wrap_line and not _in_function(result, node)):  # type: ignore[attr-defined]
+            continue
+        findings.append(result.finding(node, "bypasses DDP", f"`{model}.{node.attr.value}`: the DDP wrapper has no "  # type: ignore[attr-defined]
+                                       f"such attribute (it raises): `{model}.module.{node.attr.value}` reaches the "  # type: ignore[attr-defined]
+                                       "model, and what is trained through it must go through forward"))
+    return findings
+
+
+def _amp_after(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
+    return [result.finding(call, "DDP before amp", f"apex's amp.initialize after `{model}` is wrapped in DDP "
+                           "(line " + str(wrap_line) + "): it raises; wrap the model after amp.initialize")
+            for call in m.findall(result.module, m.Call(func=m.Attribute(attr=m.Name("initialize"))))
+            if _name(call.func).endswith("amp.initialize") and result.line(call) > wrap_line  # type: ignore[attr-defined]
+            and any(_name(a.value) == model for a in call.args)]  # type: ignore[attr-defined]
+
+
+def _conditions(result: Parsed, node: cst.CSTNode) -> list[cst.If]:
+    """The ifs whose body (or else) holds node, innermost first (up to its function)."""
+    found = []
+    while node is not result.module and not isinstance(node, cst.FunctionDef):
+        parent = result.parents[node]
+        if isinstance(parent, cst.If) and node is not parent.test:
+            found.append(parent)
+        node = parent
+    return found
+
+
+def _module_off_the_wrap(result: Parsed, model: str, calls: list[cst.Call]) -> list[Finding]:
+    wrap_conditions = [_conditions(result, c) for c in calls]
+    if any(not conditions for conditions in wrap_conditions):
+        return []  # wrapped on every path
+    tests = {result.module.code_for_node(i.test) for conditions in wrap_conditions for i in conditions}
+    findings = []
+    for node in m.findall(result.module, m.Attribute(attr=m.Name("module"))):
+        if _name(node.value) != model:  # type: ignore[attr-defined]
+            continue
+        if any(result.module.code_for_node(i.test) in tests for i in _conditions(result, node)):
+            continue
+        findings.append(result.finding(node, "module off the wrap", f"`{model}.module`, but `{model}` is wrapped "
+                                       "in DDP only under a condition this line is not under: it fails where the "
+                                       "model is not wrapped"))
+    return findings
+
+
+def _collective_functions(result: Parsed) -> set[str]:
+    """The script's own functions (the added helpers among them) that make a collective, to a fixed point."""
+    defs = {d.name.value: d for d in m.findall(result.module, m.FunctionDef())}  # type: ignore[attr-defined]
+    names: set[str] = set()
+    while True:
+        more = {name for name, d in defs.items() if name not in names and any(
+            _is_collective(c, names) for c in m.findall(d, m.Call()))}
+        if not more:
+            return names
+        names |= more
+
+
+def _is_collective(call: cst.Call, functions: set[str]) -> bool:
+    name = _name(call.func)
+    if name in functions or name in WRAPPERS - {"prepare_model"}:
+        return True
+    head, _, last = name.rpartition(".")
+    return last in COLLECTIVES and head in ("dist", "torch.distributed")
+
+
+def _calls(block: cst.CSTNode, functions: set[str]) -> list[str]:
+    return [_name(c.func) for c in m.findall(block, m.Call()) if _is_collective(c, functions)]  # type: ignore[attr-defined]
+
+
+def check_collectives(result: Parsed) -> list[Finding]:
+    """Collectives under a rank condition; collectives of CPU tensors where the script asks for NCCL."""
+    functions = _collective_functions(result)
+    findings = []
+    for call in m.findall(result.module, m.Call()):
+        if not _is_collective(call, functions):  # type: ignore[arg-type]
+            continue
+        for guard in _conditions(result, call):
+            test = result.module.code_for_node(guard.test)
+            if not RANK_TEST.search(test) or MODE_TEST.search(test):
+                continue
+            other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
+            if other is not None and _calls(guard.body, functions) == _calls(other, functions):
+                continue  # every rank makes the same calls, one branch or the other
+            findings.append(result.finding(call, "rank-only collective", f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
+                                           f"`if {test}:` only: the other ranks never reach it, and the job hangs "
+                                           "(make it on every rank, outside the condition)"))
+            break
+    findings += _cpu_on_nccl(result, functions)
+    return findings
+
+
+def _asks_for_nccl(result: Parsed) -> bool:
+    for call in m.findall(result.module, m.Call()):
+        if _name(call.func).endswith("init_process_group"):  # type: ignore[attr-defined]
+            args = [a.value for a in call.args if a.keyword is None or a.keyword.value == "backend"]  # type: ignore[attr-defined]
+            if args and m.matches(args[0], m.SimpleString()) and "nccl" in args[0].evaluated_value:  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def _made_on_cpu(node: cst.BaseExpression, result: Parsed, scope_node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.Call):
+        name = _name(node.func)
+        if name.endswith(".cpu"):
+            return True
+        head, _, last = name.rpartition(".")
+        if head == "torch" and last in CPU_FACTORIES:
+            return not any(a.keyword is not None and a.keyword.value == "device" for a in node.args)
+        return False
+    if isinstance(node, cst.Name):  # one hop: the name's last assignment in the same function or module
+        values = [a.value for a in m.findall(scope_node, m.Assign()) if any(
+            _name(t.target) == node.value for t in a.targets) and result.line(a) < result.line(node)]  # type: ignore[attr-defined]
+        return bool(values) and _made_on_cpu(values[-1], result, scope_node)
+    return False
+
+
+def _cpu_on_nccl(result: Parsed, functions: set[str]) -> list[Finding]:
+    if not _asks_for_nccl(result):
+        return []
+    findings = []
+    for call in m.findall(result.module, m.Call()):
+        name = _name(call.func)  # type: ignore[attr-defined]
+        if not _is_collective(call, functions) or name.endswith("barrier") or name.endswith("_object") \
+                or name.endswith("_object_list") or name in WRAPPERS or not call.args:  # type: ignore[attr-defined]
+            continue
+        scope_node: cst.CSTNode = call
+        while scope_node is not result.module and not isinstance(scope_node, cst.FunctionDef):
+            scope_node = result.parents[scope_node]
+        tensors = [a.value for a in call.args[:2]]  # type: ignore[attr-defined]
+        if any(_made_on_cpu(t, result, scope_node) for t in tensors):
+            findings.append(result.finding(call, "CPU tensor on NCCL", f"`{name}(...)` of a tensor made on the CPU, "
+                                           "but the script asks for NCCL, which serves CUDA tensors only: move it "
+                                           "to the GPU first"))
+    return findings

@@ -1,0 +1,52 @@
+"""Mixed precision with NVIDIA apex under Horovod, as Horovod's documentation shows it: the optimizer is wrapped
+in hvd.DistributedOptimizer, then `amp.initialize`; the scaled loss's backward is followed by synchronize() and
+the step by skip_synchronize(). Needs apex and a GPU (not run here).
+
+horovodrun -np 2 -H localhost:2 python examples/horovod_scripts/apex_amp.py
+"""
+
+import argparse
+
+import horovod.torch as hvd
+import torch
+import torch.nn.functional as F
+from apex import amp
+from sklearn.datasets import load_digits
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=32)
+parser.add_argument("--epochs", type=int, default=1)
+parser.add_argument("--lr", type=float, default=0.01)
+parser.add_argument("--opt-level", default="O1")
+args = parser.parse_args()
+
+hvd.init()
+torch.cuda.set_device(hvd.local_rank())
+
+digits = load_digits()
+dataset = torch.utils.data.TensorDataset(torch.tensor(digits.data / 16.0, dtype=torch.float32),
+                                         torch.tensor(digits.target))
+sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=hvd.size(), rank=hvd.rank())
+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
+
+model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+model, optimizer = amp.initialize(model, optimizer, opt_level=args.opt_level)
+
+for epoch in range(args.epochs):
+    sampler.set_epoch(epoch)
+    for data, target in loader:
+        data, target = data.cuda(), target.cuda()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(data), target)
+        with amp.scale_loss(loss, optimizer) as scaled_loss:
+            scaled_loss.backward()
+            optimizer.synchronize()
+        with optimizer.skip_synchronize():
+            optimizer.step()
+    if hvd.rank() == 0:
+        print(f"epoch {epoch}: loss {loss.item():.4f}")
