@@ -225,6 +225,10 @@ def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
 def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
     """A constant that only told a loader which Horovod module to load (`BACKEND_MODULE = "horovod.torch"`) goes
     with the loader, where nothing else reads it."""
+    # The check of the output ran before: what it said of a name a user chooses, or of a constant removed here,
+    # no longer holds (the "horovod left" policy of _leftovers applies).
+    migration.flags = [f for f in migration.flags if not (f.category == "horovod left" and (
+        f.why.startswith('"horovod":') or any(re.match(rf"\s*{re.escape(n)}\s*=", f.code) for n in spent)))]
     for name in spent:
         found = [t for t in tokenize_names_list(migration.code) if t == name]
         pattern = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=[ \t]*[\"']horovod[\w.]*[\"'][ \t]*(#.*)?\n",

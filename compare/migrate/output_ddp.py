@@ -92,6 +92,40 @@ def _unused_parameters(result: Parsed, model: str, calls: list[cst.Call]) -> lis
                            "step): give DDP find_unused_parameters=True")]
 
 
+def _aliases(result: Parsed, wrapped: set[str]) -> set[str]:
+    """The wrapped models and the names bound to the same object before the wrap (`self.model = model`, then
+    `self.model = DDP(self.model)`: the optimizer made from `model.parameters()` trains the wrapped module)."""
+    names = set(wrapped)
+    for assign in m.findall(result.module, m.Assign(value=m.Name() | m.Attribute())):
+        value = _name(assign.value)  # type: ignore[attr-defined]
+        for target in assign.targets:  # type: ignore[attr-defined]
+            if _name(target.target) in wrapped and value:
+                names.add(value)
+    return names
+
+
+def _averaged_at_step(result: Parsed) -> set[str]:
+    """Optimizers whose gradients the migration averages at step() (average_gradients_at_step: a second
+    optimizer, a model no DDP can wrap where the caller trains it), by the name passed."""
+    return {_name(call.args[0].value) for call in m.findall(result.module, m.Call(func=m.Name()))
+            if call.func.value.startswith("average_gradients_at_step") and call.args}  # type: ignore[attr-defined]
+
+
+def _optimizer_averaged(result: Parsed, call: cst.Call, averaged: set[str]) -> bool:
+    """The optimizer made by this call reaches average_gradients_at_step (by its name, or as its argument)."""
+    node: cst.CSTNode | None = call
+    while node is not None and not isinstance(node, (cst.SimpleStatementLine, cst.Module)):
+        parent = result.parents.get(node)
+        if isinstance(parent, cst.Arg):
+            outer = result.parents.get(parent)
+            if isinstance(outer, cst.Call) and _name(outer.func).startswith("average_gradients_at_step"):
+                return True
+        node = parent
+    if isinstance(node, cst.SimpleStatementLine) and isinstance(node.body[0], cst.Assign):
+        return any(_name(t.target) in averaged for t in node.body[0].targets)
+    return False
+
+
 def _covered(model: str, wrapped: set[str]) -> bool:
     return any(model == w or model.startswith(w + ".") for w in wrapped)
 
@@ -103,8 +137,10 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
     if not m.findall(original.module, m.Attribute(attr=m.Name("DistributedOptimizer"))):
         return findings  # Horovod averaged no model's gradients: nothing was to be wrapped
     wraps = _wraps(result)
+    wrapped = _aliases(result, set(wraps))
+    averaged = _averaged_at_step(result)
     for model, call in _optimizer_models(result):
-        if not _covered(model, set(wraps)):
+        if not _covered(model, wrapped) and not _optimizer_averaged(result, call, averaged):
             findings.append(result.finding(call, "model not wrapped", f"`{model}` is trained by this optimizer "
                                            "but never wrapped in DDP: each rank would train its own copy (wrap it "
                                            "as the other model is, or average its gradients by hand)"))

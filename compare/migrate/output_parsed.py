@@ -23,7 +23,7 @@ class Parsed:
     """One source: its tree, positions, parents and scopes (all read once)."""
 
     def __init__(self, source: str):
-        self.wrapper = MetadataWrapper(cst.parse_module(source))
+        self.wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)  # parsed here alone
         self.module = self.wrapper.module
         self.lines = source.splitlines()
         self.positions = self.wrapper.resolve(PositionProvider)
