@@ -44,8 +44,8 @@ FIXTURES = {
     # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
     "wrapper_module": Fixture(10, "utils/distributed.py", (("    return reduced / dist.get_world_size()\n",
                                                             "    return reduced\n"),),
-                              "ddp_helpers.py", (("    return result / dist.get_world_size()\n",
-                                                  "    return result\n"),)),
+                              "ddp_helpers.py", (("    return (result / dist.get_world_size()).to(tensor.device)\n",
+                                                  "    return result.to(tensor.device)\n"),)),
     # the DDP backend forgets to wrap the model: each rank trains alone
     "plugin_backend": Fixture(12, "backends/ddp_backend.py", (("return DistributedDataParallel(model)",
                                                                "return model"),),
@@ -63,7 +63,8 @@ FIXTURES = {
     # the wrapper's average flag ignored: the averaged training loss becomes a sum
     "metrics_cpu": Fixture(10, "utils/dist.py", (("    if average:\n        reduced /= torch_dist.get_world_size()\n",
                                                   ""),),
-                           "ddp_helpers.py", (("    return result / dist.get_world_size()\n", "    return result\n"),)),
+                           "utils/dist.py", (("all_reduce_average_or_op(tensor.cpu(), average=average)",
+                                              "all_reduce_average_or_op(tensor.cpu(), average=False)"),)),
     # the discriminator, the second optimizer's model, left out of DDP
     "two_optimizers": Fixture(8, "train.py", (("discriminator = DDP(Discriminator(), find_unused_parameters=True)",
                                                "discriminator = Discriminator()"),),
