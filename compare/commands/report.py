@@ -14,12 +14,9 @@ from compare.analysis.speed import TradeoffInputs, code_lines
 from compare.analysis.summary import analyse
 from compare.analysis.time_to_target import Target, evaluated_metrics
 from compare.commands.arguments import (
-    DEFAULTS,
     AnalysisSettings,
-    analysis_arguments,
     analysis_settings,
     resolve_targets,
-    target_argument,
 )
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import Outcome
@@ -169,14 +166,6 @@ def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes:
     if analysis["failures"]:
         return EXIT_RUN_FAILED
     return PARITY_EXIT[analysis["verdict"]["parity"]]
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=DEFAULTS)
-    report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
-    analysis_arguments(report)
-    target_argument(report.add_argument_group("time to target (docs/benchmarks.md)"))
-    report.set_defaults(func=main)
 
 
 def main(ns: argparse.Namespace) -> int:
