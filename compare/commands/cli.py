@@ -87,18 +87,20 @@ def add_command(commands: argparse._SubParsersAction, name: str, spec: Command) 
                 action.help = f"{action.help} ({note})"
     if spec.passthrough is not None:
         parser.usage = parser.format_usage().removeprefix("usage: ").rstrip() + " [-- ARGS ...]"
-    parser.set_defaults(func=f"compare.commands.{spec.module}:main")
+    parser.set_defaults(func=f"compare.commands.{spec.module}:{spec.entry}")
     return parser
 
 
-def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for this command line: the named command's options only (the others listed by name). Without
+    a command line, every command's, for code that parses several."""
     parser = Parser(prog="python -m compare", description=textwrap.fill(DESCRIPTION, 100), formatter_class=Formatter,
                     epilog=exit_statuses())
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, title="commands",
                                      metavar="COMMAND")
-    chosen = chosen_command(argv)
+    chosen = chosen_command(argv) if argv is not None else None
     for name, spec in COMMAND_SPECS.items():
-        if name == chosen:
+        if argv is None or name == chosen:
             add_command(commands, name, spec)
         else:  # listed under "commands" with its help line; its options are built only when it is named
             commands.add_parser(name, help=spec.help.replace("%", "%%"))

@@ -57,13 +57,14 @@ class Command:
 
     help: str
     description: str
-    module: str  # compare/commands/MODULE.py, whose main(ns) -> int runs it
+    module: str  # compare/commands/MODULE.py, whose ENTRY(ns) -> int runs it
     epilog: str = ""
     workload_options: bool = False  # takes the training options of workload/options.py, passed to each launch
     passthrough: str | None = None  # the namespace attribute that gets everything after `--`
     # What this command does with a training option, added to that option's help (flag -> words).
     workload_notes: dict[str, str] = field(default_factory=dict)
     legacy: bool = False  # its module still adds its own parser (add_parser): compare migrate until it is ported
+    entry: str = "main"
 
 
 COMMAND_SPECS: dict[str, Command] = {
@@ -86,7 +87,8 @@ COMMAND_SPECS: dict[str, Command] = {
                       "--max-restarts with checkpoints; elastic Horovod).", "faults"),
     "bench": Command("measure each framework against its limits, tune both, and the harness's own cost",
                      "Measure each framework against its limits on this machine (allreduce bandwidth, the bare "
-                     "loops, the project's overhead) and tune both (docs/benchmarks.md).", "bench"),
+                     "loops, the project's overhead) and tune both (docs/benchmarks.md).", "bench",
+                     entry="run_bench"),
     "k8s": Command("write Kubeflow manifests for both sides (MPIJob, PyTorchJob, TrainJob)",
                    "Write an MPIJob (Horovod through mpirun), a PyTorchJob and a TrainJob (DDP through torchrun) "
                    "that train the same job with the same options, a results volume claim and a pod to read it. "
