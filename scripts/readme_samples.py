@@ -75,7 +75,7 @@ SAMPLES: dict[str, Sample] = {
         launches=True),
     "migrate-verify": Sample(
         "docs/migrate-walkthrough.md",
-        ["python -m compare migrate train.py -o train_ddp.py --force --verify"], last(12),
+        ["python -m compare migrate train.py -o train_ddp.py --force --verify"], last(14),
         copies={"train.py": "examples/horovod_scripts/plain.py"}, launches=True),
 }
 
