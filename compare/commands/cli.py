@@ -66,7 +66,8 @@ def add_command(commands: argparse._SubParsersAction, name: str, spec: Command) 
         return commands.choices[name]
     parser = commands.add_parser(name, help=spec.help.replace("%", "%%"),
                                  description=textwrap.fill(spec.description, 100),
-                                 epilog=spec.epilog or None, formatter_class=Formatter)
+                                 epilog=spec.epilog or None, formatter_class=Formatter,
+                                 allow_abbrev=False)  # a flag as the docs spell it: no prefix stands in for it
     groups: dict[str | None, Any] = {None: parser}
     for option in options_of(name):
         if option.group not in groups:
