@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from compare.loss_lines import STEP_FROM
 from compare.names import FRAMEWORKS
 from workload.errors import UsageError
 
@@ -89,6 +88,8 @@ def analysis_settings(ns: argparse.Namespace) -> AnalysisSettings:
 def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> None:
     """How printed loss lines are read (compare/loss_lines.py), for `migrate --verify` until its options are in
     compare/commands/options.py (`import`'s are there already; this goes when migrate's are ported)."""
+    from compare.loss_lines import STEP_FROM
+
     group.add_argument(regex_flag, default=None,
                        help="a regular expression with named groups step and loss (and lr; epoch for a counter "
                             "that restarts every epoch), searched in rank 0's lines (default: lines like 'step 10 "

@@ -22,8 +22,6 @@ from typing import Any
 
 from compare.commands.arguments import frameworks, int_list, margin, precision, target, word_list
 from compare.commands.bench_settings import PARTS, QUICK, Settings
-from compare.importers import FORMATS
-from compare.loss_lines import STEP_FROM
 from compare.names import FRAMEWORKS
 from workload.builtin import WORKLOAD_METAVAR
 
@@ -35,11 +33,14 @@ DEFAULT_TIMED_S = 2.0  # seconds of steady state a speed launch times (docs/benc
 DEFAULT_BUDGET_S = 3600.0  # --precision without --time-budget: +-5% takes about an hour here (docs/benchmarks.md)
 SWEEP_WIDTHS = (32, 256, 1024, 2048, 4096)  # --sweep-model-size: gradients of 14 KB, 0.34 MB, 4.5 MB, 17 MB, 68 MB
 SCENARIOS = ("kill", "exit", "hang")  # compare faults: what happens to the worker
-# Pinned to their homes (tests/test_cli_options.py): compare/analysis/parity.py, time_to_target.py, launch/slurm.py.
+# Pinned to their homes by tests/test_cli_options.py: compare/analysis/parity.py, time_to_target.py,
+# compare/launch/slurm.py, importers.py and loss_lines.py, none of which --help may import.
 STEP_RTOL, STEP_K = 1e-5, 20
 MARGINS_SHOWN = "final_loss=2%, eval_loss=2%, eval_accuracy=0.01"
 TARGETS_SHOWN = "digits eval_accuracy=0.9, mlp eval_accuracy=0.6"
 HOROVOD_FORMS, DDP_FORMS = ("srun", "mpirun"), ("torchrun", "srun")
+# compare/importers.py's FORMATS and compare/loss_lines.py's STEP_FROM (both import what --help must not).
+IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text"), ("log", "order")
 
 ANALYSIS = "analysis (docs/parity.md)"
 TARGET = "time to target (docs/benchmarks.md)"
@@ -260,7 +261,7 @@ OPTIONS: tuple[Opt, ...] = (
     opt("-o", "--output-dir", help="where the manifests go", commands="k8s", group=CLUSTER, type=Path,
         default=Path("k8s")),
     # --- import
-    opt("format", help="the log's format", commands="import", choices=FORMATS),
+    opt("format", help="the log's format", commands="import", choices=IMPORT_FORMATS),
     opt("source", help="the log file (TensorBoard: an event file or its directory)", commands="import", type=Path),
     opt("--out", help="the run directory to write", commands="import", type=Path, required=True, metavar="DIR"),
     opt("--framework", help="which framework made the run", commands="import",
