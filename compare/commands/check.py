@@ -12,9 +12,9 @@ from compare.analysis.judge import group_by_seed, judge
 from compare.analysis.parity import Band, calibrated_band
 from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
 from compare.commands.arguments import analysis_settings
-from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
+from compare.names import EXIT_RUN_FAILED, Parity
 from compare.render.causes import cause_lines
-from compare.render.verdicts import OUTCOME_WORDS, band_text, comparison_summary, end_point_line, job_lines, seed_line
+from compare.render.verdicts import band_text, comparison_summary, end_point_line, job_lines, seed_line
 from workload.record_format import RUN_JSON
 
 
@@ -79,7 +79,8 @@ def main(ns: argparse.Namespace) -> int:
         print(end_point_line(name, end_point))
     for cause in cause_lines([cause.to_dict() for cause in likely_causes(verdict)]):
         print(f"likely cause: {cause}")
-    if verdict.outcome == "fails" and band.source == "default" and any(not s.losses.passed for s in verdict.seeds):
+    outcome = Parity(verdict.outcome)
+    if outcome is Parity.FAILS and band.source == "default" and any(not s.losses.passed for s in verdict.seeds):
         print(UNCALIBRATED_FAILS)
-    print(f"{OUTCOME_WORDS[verdict.outcome]}: {comparison_summary(result)}")
-    return PARITY_EXIT[verdict.outcome]
+    print(f"{outcome.words}: {comparison_summary(result)}")
+    return outcome.exit

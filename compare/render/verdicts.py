@@ -6,12 +6,11 @@ Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis sto
 from __future__ import annotations
 
 from compare.analysis.parity import ATOL, GAPS_UNDECIDED, SATURATION, STEP_K, STEP_RTOL
-from compare.names import display
+from compare.names import Parity, display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 from compare.render.causes import cause_lines
 
-OUTCOME_WORDS = {"holds": "parity holds", "fails": "parity fails", "undecided": "parity undecided",
-                 "different jobs": "different jobs"}
+OUTCOME_WORDS = {outcome.value: outcome.words for outcome in Parity}  # the words' home: compare/names.py
 
 
 def band_text(band: dict) -> str:
