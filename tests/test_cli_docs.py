@@ -220,3 +220,20 @@ def test_the_torch_pin_follows_torch_version():
     assert torch.specifier.contains("2.12.0")  # the README's example of another torch
     assert 'echo "torch==$TORCH_VERSION" > "$constraint"' in setup and '-c "$constraint" -e' in setup
     assert 'if [ "$torch_now" != "$torch_full" ]' in setup  # the installed torch is the one Horovod was built for
+
+
+@pytest.mark.parametrize(("script", "partial"), [("examples/horovod_scripts/plain.py", False),
+                                                  ("examples/horovod_styles/mnist_dual_mode.py", True)])
+def test_the_migration_reports_check_line_runs_as_written(script, partial):
+    """The report's "Check it" command keeps the output the user chose and, where flags remain, --allow-partial
+    (without it --verify stops at exit 6), and it parses."""
+    from compare.migrate import migrate_source
+    from compare.migrate.migration_report import render
+
+    migration = migrate_source((ROOT / script).read_text(encoding="utf-8"))
+    assert bool(migration.flags) == partial
+    report = render(migration, script, "out/train_ddp.py")
+    line = re.search(r"`(python -m compare migrate [^`]*)`", report.split("## Check it", 1)[1]).group(1)
+    assert f"migrate {script} -o out/train_ddp.py --force" in line and line.endswith("--verify")
+    assert ("--allow-partial" in line) == partial
+    assert unknown_compare_flags(words(line)[3:]) == set()
