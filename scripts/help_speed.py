@@ -45,14 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs of each help (default: 5)")
     ns = parser.parse_args(argv)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    print(f"{'help':28} {'median s':>9} {'max s':>7}  heavy imports ({os.cpu_count()} cores, "
+    print(f"{'help':34} {'median s':>9} {'max s':>7}  heavy imports ({os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f})")
     worst = 0.0
     for args in ([], *([name] for name in COMMAND_SPECS)):
         times = [one_run(args, env) for _ in range(ns.runs)]
         worst = max(worst, statistics.median(times))
         label = " ".join(["python -m compare", *args, "--help"])
-        print(f"{label:28} {statistics.median(times):9.3f} {max(times):7.3f}  "
+        print(f"{label:34} {statistics.median(times):9.3f} {max(times):7.3f}  "
               f"{', '.join(heavy_imports(args, env)) or 'none'}")
     print(f"slowest median: {worst:.3f} s")
     return 0
