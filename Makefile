@@ -1,8 +1,9 @@
 # The commands a user types. Everything runs inside the project's virtual environment (.venv).
 # `make compare` and `make test` run the set-up first when it is missing or stale (scripts/setup.sh --if-stale:
-# Open MPI, Slurm, torch, the patched Horovod build, the project); `make setup` runs it unconditionally.
+# Open MPI, OpenSSH, Slurm, munge and PMIx from Debian packages, torch, the patched Horovod build, the project;
+# docs/setup.md); `make setup` runs it unconditionally.
 PY ?= .venv/bin/python
-OUT ?= results/latest
+OUT ?= results/run
 # Optional extras for the set-up: `make setup EXTRAS=ray,spark` (Ray Train, pyspark: compare migrate of Horovod
 # jobs run through Ray or Spark, and their tests, which skip without them).
 EXTRAS ?=
@@ -19,8 +20,9 @@ ensure-setup:
 compare: ensure-setup
 	$(PY) -m compare run --out $(OUT)
 
-# Three stages (scripts/test.sh): the tests that start no launcher in parallel, the launches two test files at a
-# time, then the launch tests whose verdicts read the machine's load one at a time.
+# Three stages (scripts/test.sh, docs/testing.md): the tests that start no launcher in parallel, the launches two
+# test files at a time, then the launch tests whose verdicts read the machine's load one at a time. About 30
+# minutes on 2 cores; `make test-fast` runs only the tests that start no launcher.
 test: ensure-setup
 	PY=$(PY) bash scripts/test.sh
 

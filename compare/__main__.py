@@ -1,25 +1,32 @@
 """python -m compare: run Horovod and DDP under identical conditions and report parity and speed.
 
-Each command is a module of compare/commands/, named in COMMANDS there; the parser is built in
-compare/commands/cli.py, which `--help` lists them from, with the exit statuses from compare/names.py.
+Each command's options are declared in compare/commands/options.py, which the parser (compare/commands/cli.py)
+is derived from; the command's module is imported only to run it. The exit statuses are compare/names.py's.
 """
 
 from __future__ import annotations
 
 import sys
 
-from compare.analysis.records import RecordError
-from compare.commands.cli import build_parser
+from compare.commands.cli import entry_point, parse
 from compare.names import EXIT_INTERRUPTED, EXIT_USAGE
 from workload.errors import UsageError
 
 
+def bad_input(exc: Exception) -> bool:
+    """A UsageError, or a RecordError of the analysis (a record that cannot be read is bad input too). The
+    analysis is not imported to ask: `--help` must not load it, and a RecordError means it was loaded."""
+    records = sys.modules.get("compare.analysis.records")
+    return isinstance(exc, UsageError) or (records is not None and isinstance(exc, records.RecordError))
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        argv = sys.argv[1:] if argv is None else argv
-        ns = build_parser(argv).parse_args(argv)
-        return ns.func(ns)
-    except (UsageError, RecordError) as exc:
+        ns = parse(sys.argv[1:] if argv is None else argv)
+        return entry_point(ns)(ns)
+    except Exception as exc:
+        if not bad_input(exc):
+            raise
         print(f"python -m compare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

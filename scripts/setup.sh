@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Set up everything the project needs on a new Debian/Ubuntu machine:
-#   Open MPI (Debian packages), a virtual environment in .venv with the pinned torch,
-#   Horovod 0.28.1 built from its source archive with the C++17 patch (cached), and the project.
-# Re-running it is cheap: the Horovod wheel is cached, keyed by torch version and Python ABI.
+# Set up everything the project needs on a new Debian/Ubuntu machine (docs/setup.md):
+#   from Debian packages: Open MPI, an OpenSSH client and server (left stopped), Slurm, munge and PMIx (the
+#   tests' private clusters); a virtual environment in .venv with torch==$TORCH_VERSION, Horovod 0.28.1 built
+#   from its source archive against that torch with the project's patches (cached), and the project, installed
+#   under a constraint that keeps that torch. The first time about 15 minutes on 2 cores, 10 of them building
+#   Horovod; re-running it is cheap: the Horovod wheel is cached, keyed by torch version and Python ABI.
 #
 # Variables:
-#   TORCH_VERSION   torch to pin (default 2.13.0, the tested one)
+#   TORCH_VERSION   torch to pin (default 2.13.0, the tested one; pyproject.toml accepts a range, and the
+#                   project is installed under the constraint torch==$TORCH_VERSION)
 #   TORCH_INDEX     extra pip index for torch (e.g. https://download.pytorch.org/whl/cpu); empty = pip's config
 #   HOROVOD_VERSION Horovod source release to build (default 0.28.1)
 #   HVD_CACHE       wheel cache (default ~/.cache/hvd-compare/wheels)
@@ -39,7 +42,7 @@ if [ "${1:-}" = --if-stale ]; then
     if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.setup-stamp" 2>/dev/null)" = "$stamp_key" ]; then
         exit 0
     fi
-    echo "set-up missing or stale: running scripts/setup.sh (the first time about 15 minutes on 2 cores)"
+    echo "set-up missing or stale: running scripts/setup.sh (the first time about 15 minutes on 2 cores, 10 of them building Horovod)"
 fi
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -114,8 +117,16 @@ fi
 "${pip[@]}" cloudpickle psutil pyyaml packaging cffi
 
 step "installing the project (editable, with test tools${EXTRAS:+ and $EXTRAS})"
-# mpi4py is compiled against the system Open MPI so that it and Horovod share one MPI library.
-"${pip[@]}" --no-binary mpi4py -e ".[dev${EXTRAS:+,$EXTRAS}]"
+# mpi4py is compiled against the system Open MPI so that it and Horovod share one MPI library. The constraint
+# keeps the torch Horovod was just built for: nothing the project or its extras require may move it.
+constraint="$VENV/torch-constraint.txt"
+echo "torch==$TORCH_VERSION" > "$constraint"
+"${pip[@]}" --no-binary mpi4py -c "$constraint" -e ".[dev${EXTRAS:+,$EXTRAS}]"
+torch_now=$("$py" -c 'import torch; print(torch.__version__.replace("+", "_"))')
+if [ "$torch_now" != "$torch_full" ]; then
+    echo "setup: torch $torch_now is installed, but Horovod was built for torch $torch_full" >&2
+    exit 1
+fi
 if [[ ",$EXTRAS," == *,spark,* ]] && ! java -version >/dev/null 2>&1; then
     step "installing Java 17 for pyspark"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo

@@ -94,7 +94,7 @@ def test_bad_input(tmp_path, args, message):
 
 def test_help_lists_every_registered_command_and_exit_status():
     """--help is generated: from the command registry and compare/names.py, so it cannot fall behind them."""
-    from compare.commands import COMMANDS
+    from compare.commands.options import COMMAND_SPECS as COMMANDS
     from compare.names import EXIT_MEANINGS
 
     result = compare("--help")

@@ -69,4 +69,4 @@ def test_evaluations_on_one_side_only_are_named(tmp_path, capsys):
     a = write_run(tmp_path / "horovod", framework="horovod", world_size=2, seed=0, losses=losses, evals=evals)
     b = write_run(tmp_path / "ddp", framework="ddp", world_size=2, seed=0, losses=losses, evals=evals[:1])
     assert compare_main(["check", str(a), str(b)]) == 0
-    assert f"1 evaluation(s) agree; evaluation(s) at step 20, 30 on the {a} side only" in capsys.readouterr().out
+    assert f"2/2 evaluations agree; evaluation(s) at step 20, 30 on the {a} side only" in capsys.readouterr().out

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from workload.builtin import PLUGIN_FORMS, WORKLOAD_METAVAR, describe_workloads
 from workload.errors import UsageError
 from workload.optionspec import (
     FRAMEWORK_NAMES,
@@ -31,7 +32,6 @@ from workload.optionspec import (
     positive_int,
     spec_of,
 )
-from workload.workloads import BUILTIN_WORKLOADS, PLUGIN_FORMS, describe_workloads, load_workload
 
 # The sections of --help, in order. The Horovod-only and DDP-only groups hold the one-sided options.
 WORKLOAD, OPTIMIZATION, RUN = "workload", "optimization", "run"
@@ -47,6 +47,8 @@ GROUPS = (WORKLOAD, OPTIMIZATION, RUN, FEATURES, CONTROLLED, *(f"{name} only" fo
 # Checks of one option that look at others too, or at the machine.
 
 def _loadable(_flag: str, spec: str, _options: Options) -> None:
+    from workload.workloads import load_workload  # torch: only when options are checked, never for --help
+
     load_workload(spec)  # a plug-in that cannot be loaded is bad input: one line, exit 2 (raises UsageError)
 
 
@@ -118,15 +120,12 @@ def _read_seeds(ns: argparse.Namespace) -> tuple[int, ...]:
     return ns.seeds if ns.seeds is not None else (ns.seed,)
 
 
-_WORKLOAD_METAVAR = "{" + ",".join(BUILTIN_WORKLOADS) + ",MODULE:FUNCTION,FILE.py:FUNCTION}"
-
-
 @dataclass(frozen=True)
 class Options:
     # --- workload
     workload: str = option("mlp", f"what to train: {describe_workloads()}; or your own, as {PLUGIN_FORMS} naming "
                            "a function that returns a workload.workloads.Workload (docs/own-job.md)",
-                           group=WORKLOAD, metavar=_WORKLOAD_METAVAR, check=_loadable)
+                           group=WORKLOAD, metavar=WORKLOAD_METAVAR, check=_loadable)
     epochs: int = option(1, "passes over the training set", group=WORKLOAD, check=positive_int)
     steps: int | None = option(None, "stop after this many optimizer steps (default: run all epochs)",
                                group=WORKLOAD, check=positive_int)
@@ -224,17 +223,21 @@ class Options:
     # --- speed measurement (docs/benchmarks.md): which repeated launch of a comparison this is, a fixed delay
     # added to every step (tests: a known speed difference)
     round: int = option(1, "which repeated launch of a comparison this is (recorded in run.json)", group=SPEED,
-                        check=positive_int)
+                        check=positive_int, internal=True)
     step_delay_ms: float | None = option(None, "wait this long in every step, holding the core (tests: a known "
                                          "speed difference)",
-                                         group=SPEED, metavar="MS", check=nonnegative)
+                                         group=SPEED, metavar="MS", check=nonnegative,
+                                         internal=True)
     window_seconds: float | None = option(None, "the steady window this speed launch was planned to time "
                                           "(compare run --timed-seconds sets it, with --steps; recorded in "
-                                          "run.json)", group=SPEED, metavar="SECONDS", check=nonnegative)
+                                          "run.json)", group=SPEED, metavar="SECONDS", check=nonnegative,
+                                          internal=True)
     aa_twin: bool = option(False, "this launch is the A/A twin of its round's launch of the same framework "
-                           "(compare run --aa; recorded in run.json)", group=SPEED)
+                           "(compare run --aa; recorded in run.json)", group=SPEED, internal=True)
 
     def resolved_lr(self) -> float:
+        from workload.workloads import load_workload
+
         return self.lr if self.lr is not None else load_workload(self.workload).lr
 
     def as_record(self) -> dict:
@@ -311,7 +314,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, run_directory: bool = True
                 group.add_argument(flag(name), **argument(FIELDS[name], hints[name]))
     for action in parser._actions:
         says_nothing = action.default is None or action.default is False
-        if id(action) not in earlier and action.help and (says_nothing or "(default" in action.help):
+        shown = action.help and action.help != argparse.SUPPRESS
+        if id(action) not in earlier and shown and (says_nothing or "(default" in action.help):
             action.help += _DEFAULT_SAID
 
 

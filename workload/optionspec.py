@@ -48,6 +48,7 @@ class Spec:
     check: Check | None = None
     metavar: str | None = None
     run_directory: bool = False  # left out of parsers that have an --out of their own
+    internal: bool = False  # set by `compare run` on each launch, not by a user: accepted, left out of --help
     # For an option with more than one flag: add its arguments, and read its value back from the namespace.
     add: Callable[[Any], None] | None = None
     read: Callable[[argparse.Namespace], Any] | None = None
@@ -71,7 +72,7 @@ def argument(f: dataclasses.Field, hint: Any) -> dict[str, Any]:
     """argparse.add_argument's keywords for a field: its type, choices and action follow from its annotation
     (bool: a switch; Literal[...]: choices; X | None: X)."""
     spec = spec_of(f)
-    kwargs: dict[str, Any] = {"help": spec.help, "default": f.default}
+    kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if spec.internal else spec.help, "default": f.default}
     args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
     base = args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1 else hint
     if base is bool:

@@ -27,10 +27,10 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
+from workload.builtin import PLUGIN_FORMS, SUMMARIES
 from workload.errors import UsageError
 
 DATA_SEED = 1234  # fixed: the task is the same for every run seed
-PLUGIN_FORMS = "MODULE:FUNCTION or FILE.py:FUNCTION"
 
 
 @dataclass(frozen=True)
@@ -336,13 +336,13 @@ def lm_model(data: Datasets) -> nn.Module:
 
 BUILTIN_WORKLOADS: dict[str, Workload] = {
     "mlp": Workload(synthetic_classification, mlp_model, lr=0.05, name="mlp",
-                    summary="MLP on synthetic classification, fast, the default"),
+                    summary=SUMMARIES["mlp"]),
     "digits": Workload(digits, digits_model, lr=0.05, name="digits",
-                       summary="small CNN on scikit-learn's 8x8 handwritten digits, test accuracy per epoch"),
+                       summary=SUMMARIES["digits"]),
     "resnet": Workload(synthetic_images, resnet_model, lr=0.02, name="resnet",
-                       summary="residual conv net on synthetic 32x32 images, for timing"),
+                       summary=SUMMARIES["resnet"]),
     "lm": Workload(text_sequences, lm_model, lr=0.05, name="lm",
-                   summary="byte-level causal transformer on the Python standard library's sources"),
+                   summary=SUMMARIES["lm"]),
 }
 
 
@@ -458,8 +458,4 @@ def workload_record(spec: str) -> dict:
     except (ImportError, OSError, ValueError):
         pass
     return record
-
-
-def describe_workloads() -> str:
-    return "; ".join(f"{name} ({workload.summary})" for name, workload in BUILTIN_WORKLOADS.items())
 

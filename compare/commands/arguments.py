@@ -1,16 +1,13 @@
-"""What several commands' parsers share: the parser that turns bad input into one line, list types and the
-analysis options."""
+"""The types of `compare`'s options (lists, margins, targets, a precision) and the readers that turn parsed
+options into settings; the options themselves are declared in compare/commands/options.py."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 
-from compare.loss_lines import STEP_FROM
 from compare.names import FRAMEWORKS
 from workload.errors import UsageError
-
-DEFAULTS = argparse.ArgumentDefaultsHelpFormatter
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -33,6 +30,18 @@ def frameworks(text: str) -> tuple[str, ...]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"frameworks are {' and '.join(FRAMEWORKS)}, got {text!r}")
     return names
+
+
+def precision(text: str) -> float:
+    """--precision: a percentage (5%) or a fraction (0.05), above 0 and below 100%."""
+    value = text.strip()
+    try:
+        number = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 5%, got {text!r}") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the precision must be above 0 and below 100% (e.g. 5%)")
+    return number
 
 
 def margin(text: str) -> tuple[str, object]:
@@ -58,24 +67,6 @@ def margin(text: str) -> tuple[str, object]:
     return name, Margin("relative" if relative else "absolute", number, "user")
 
 
-def analysis_arguments(parser: argparse.ArgumentParser) -> None:
-    from compare.analysis.parity import DEFAULT_MARGINS, STEP_K, STEP_RTOL
-
-    defaults = ", ".join(f"{name}={value * 100:g}%%" if kind == "relative" else f"{name}={value:g}"
-                         for name, (kind, value) in DEFAULT_MARGINS.items())
-    group = parser.add_argument_group("analysis (docs/parity.md)")
-    group.add_argument("--warmup", type=int, default=5, help="steps excluded from timing")
-    group.add_argument("--rtol", type=float, default=STEP_RTOL,
-                       help="the step-wise tolerance floor on the relative loss difference")
-    group.add_argument("--k", type=int, default=STEP_K, help="the first steps judged at the floor alone")
-    group.add_argument("--margin", type=margin, action="append", default=[], metavar="NAME=VALUE[%]",
-                       help=f"an end point's equivalence margin, absolute or relative with %% (repeatable; defaults: "
-                            f"{defaults})%(default).0s")
-    group.add_argument("--allow", type=word_list, action="append", default=[], metavar="NAMES",
-                       help="option differences that are intended (e.g. optimizer,lr): listed, not 'different "
-                            "jobs'%(default).0s")
-
-
 @dataclass(frozen=True)
 class AnalysisSettings:
     """The analysis options, read once from the command line: what `analyse` is given."""
@@ -95,7 +86,10 @@ def analysis_settings(ns: argparse.Namespace) -> AnalysisSettings:
 
 
 def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> None:
-    """How printed loss lines are read (compare/loss_lines.py), for `import text` and `migrate --verify`."""
+    """How printed loss lines are read (compare/loss_lines.py), for `migrate --verify` until its options are in
+    compare/commands/options.py (`import`'s are there already; this goes when migrate's are ported)."""
+    from compare.loss_lines import STEP_FROM
+
     group.add_argument(regex_flag, default=None,
                        help="a regular expression with named groups step and loss (and lr; epoch for a counter "
                             "that restarts every epoch), searched in rank 0's lines (default: lines like 'step 10 "
@@ -131,18 +125,6 @@ def target(text: str) -> object:
     if not 0 < number < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: a loss target must be positive and finite")
     return Target(name, number)
-
-
-def target_argument(group: argparse._ArgumentGroup) -> None:
-    from compare.analysis.time_to_target import DEFAULT_TARGETS
-
-    defaults = ", ".join(f"{w} {t.metric}={t.value:g}" for w, t in DEFAULT_TARGETS.items())
-    group.add_argument("--target", type=target, nargs="?", const=DEFAULT_TARGET, action="append", default=[],
-                       metavar="NAME=VALUE",
-                       help="time to target: per framework and world size, steps and seconds from the launch to "
-                            "the first evaluation at eval_accuracy, eval_loss or final_loss VALUE, over seeds, "
-                            f"and which side reaches it sooner (repeatable; alone: the workload's, {defaults})"
-                            "%(default).0s")
 
 
 def resolve_targets(given: list, workload: str | None) -> tuple:

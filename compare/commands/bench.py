@@ -51,6 +51,7 @@ from compare.analysis.bench import (
 )
 from compare.analysis.records import RecordError, jsonable, load_run
 from compare.analysis.timing import breakdown, measured
+from compare.commands.bench_settings import PARTS, QUICK, Settings
 from compare.launch.lines import Launch, benchmark_launch, build_launch
 from compare.launch.process import Outcome, run_launch
 from compare.names import EXIT_OK, EXIT_RUN_FAILED
@@ -63,36 +64,7 @@ from workload.record_format import LAUNCH_LOG, RUN_JSON
 from workload.workloads import WORKLOADS, load_workload
 
 BENCH_SCHEMA_VERSION = 1
-PARTS = ("allreduce", "sweep", "overhead", "costs", "e2e")
 LAUNCHER_LABELS = {"torchrun": "torchrun", "horovodrun-mpi": "horovodrun --mpi", "horovodrun-gloo": "horovodrun --gloo"}
-
-
-@dataclass(frozen=True)
-class Settings:
-    workload: str = "mlp"
-    batch_size: int = 32
-    threads: int = 1
-    world_sizes: tuple[int, ...] = (1, 2)
-    steps: int = 200  # optimizer steps per overhead launch
-    warmup: int = 10  # steps dropped from the front of each overhead launch
-    rounds: int = 2  # interleaved rounds of the overhead launches
-    block_rounds: int = 6  # in a bare overhead launch: bare and project blocks, interleaved
-    sweep_steps: int = 40  # timed steps per block in the in-process sweeps
-    sweep_rounds: int = 4
-    horovod_rounds: int = 2  # interleaved rounds of Horovod's sweep launches (one per configuration)
-    sizes: tuple[int, ...] = tuple(4096 * 4**i for i in range(8))  # 4 KiB ... 64 MiB
-    allreduce_min_time: float = 0.25
-    cost_steps: int = 50
-    cost_rounds: int = 16
-    full_sweep: bool = True  # False: the defaults and the probes only
-    confirm_tuned: bool = True  # run the tuned configurations through the real implementations
-    timeout: float = 300.0
-    parts: tuple[str, ...] = PARTS
-
-
-QUICK = Settings(world_sizes=(2,), steps=30, warmup=5, rounds=1, block_rounds=2, sweep_steps=8, sweep_rounds=2,
-                 horovod_rounds=1, sizes=(4096, 262144), allreduce_min_time=0.05, cost_steps=10, cost_rounds=2,
-                 full_sweep=False, confirm_tuned=False, parts=("allreduce", "sweep", "overhead", "costs"))
 
 
 # --- launching ----------------------------------------------------------------------------------------
@@ -355,34 +327,6 @@ def run_e2e(bench: Bench) -> dict:
 
 
 # --- the command ------------------------------------------------------------------------------------------
-
-def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    bench = commands.add_parser(
-        "bench", help="measure each framework against its limits, tune both, and the harness's own cost",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0])
-    bench.add_argument("--out", type=Path, default=Path("results/bench"), help="where bench.json, bench.md, "
-                       "tuned.json and the launches' records go")
-    bench.add_argument("--quick", action="store_true",
-                       help="np 2 only, defaults and probes only, small sizes, one round, no tuned runs and no "
-                            "end-to-end run (a smoke test: about a minute)")
-    bench.add_argument("--workload", default="mlp",
-                       metavar="{" + ",".join(WORKLOADS) + ",MODULE:FUNCTION,FILE.py:FUNCTION}",
-                       help="the workload to measure: a built-in, or your own (docs/own-job.md)")
-    bench.add_argument("--batch-size", type=int, default=32, help="samples per worker per step")
-    bench.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-    # No argparse default for these: --quick has its own (shown in brackets).
-    bench.add_argument("--steps", type=int, default=argparse.SUPPRESS,
-                       help=f"optimizer steps per overhead launch [{Settings.steps}; --quick {QUICK.steps}]")
-    bench.add_argument("--rounds", type=int, default=argparse.SUPPRESS,
-                       help=f"interleaved rounds of overhead launches [{Settings.rounds}; --quick {QUICK.rounds}]")
-    bench.add_argument("--sweep-rounds", type=int, default=argparse.SUPPRESS,
-                       help=f"blocks per sweep configuration [{Settings.sweep_rounds}; --quick {QUICK.sweep_rounds}]")
-    bench.add_argument("--skip", type=lambda text: tuple(p.strip() for p in text.split(",") if p.strip()),
-                       default=(), help=f"parts to leave out, from: {', '.join(PARTS)}")
-    bench.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
-    bench.set_defaults(func=run_bench)
-    return bench
-
 
 def settings_from(ns: argparse.Namespace) -> Settings:
     unknown = [p for p in ns.skip if p not in PARTS]

@@ -11,25 +11,11 @@ from compare.analysis.causes import likely_causes
 from compare.analysis.judge import group_by_seed, judge
 from compare.analysis.parity import Band, calibrated_band
 from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
-from compare.commands.arguments import DEFAULTS, analysis_arguments, analysis_settings
-from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
+from compare.commands.arguments import analysis_settings
+from compare.names import EXIT_RUN_FAILED, Parity
 from compare.render.causes import cause_lines
-from compare.render.verdicts import OUTCOME_WORDS, band_text, comparison_summary, end_point_line, job_lines, seed_line
+from compare.render.verdicts import band_text, comparison_summary, end_point_line, job_lines, seed_line
 from workload.record_format import RUN_JSON
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    check = commands.add_parser("check", help="parity of two existing run records", formatter_class=DEFAULTS,
-                                description="Decide whether two sets of run records train the same job the same "
-                                            "way. Exit status: 0 holds, 1 fails, 2 bad input, 3 a run failed, "
-                                            "4 undecided, 5 different jobs.")
-    check.add_argument("dir_a", type=Path, help="a run directory (or a directory of seed-S run directories)")
-    check.add_argument("dir_b", type=Path)
-    check.add_argument("--calibration", type=Path, nargs=2, metavar=("RUN_A", "RUN_B"), default=None,
-                       help="a control pair of this job that differs only in a way known not to change it (e.g. "
-                            "`--perturb-init-ulps 1`): its divergence sets the band; without it, the default band")
-    analysis_arguments(check)
-    check.set_defaults(func=main)
 
 
 def runs_in(directory: Path) -> list[RunRecord]:
@@ -93,7 +79,8 @@ def main(ns: argparse.Namespace) -> int:
         print(end_point_line(name, end_point))
     for cause in cause_lines([cause.to_dict() for cause in likely_causes(verdict)]):
         print(f"likely cause: {cause}")
-    if verdict.outcome == "fails" and band.source == "default" and any(not s.losses.passed for s in verdict.seeds):
+    outcome = Parity(verdict.outcome)
+    if outcome is Parity.FAILS and band.source == "default" and any(not s.losses.passed for s in verdict.seeds):
         print(UNCALIBRATED_FAILS)
-    print(f"{OUTCOME_WORDS[verdict.outcome]}: {comparison_summary(result)}")
-    return PARITY_EXIT[verdict.outcome]
+    print(f"{outcome.words}: {comparison_summary(result)}")
+    return outcome.exit

@@ -1,39 +1,130 @@
-"""The top-level parser of `python -m compare`: each registered command's sub-parser, and the exit statuses.
+"""The parser of `python -m compare`, derived from the option table (compare/commands/options.py), and the
+exit statuses of compare/names.py under `--help`.
 
-Only the module of the command named on the line is imported (COMMANDS, compare/commands/__init__.py), so a
-`compare check` never loads torch, LibCST or matplotlib; `--help` imports them all to list them.
+The table is all the parser needs: a command's module is imported only to run it (`entry_point`), so `--help`,
+of the top level or of a command, loads neither torch nor the analysis. Only a command marked `legacy` (migrate,
+until its options are ported to the table) still imports its module to add its own parser.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import PurePath
+from typing import Any
 
-from compare.commands import COMMANDS
-from compare.names import EXIT_MEANINGS
+from compare.commands.options import COMMAND_SPECS, Command, options_of, out_default
+from compare.names import Exit
 from workload.optionspec import Parser
 
-DESCRIPTION = "python -m compare: run Horovod and DDP under identical conditions and report parity and speed."
+DESCRIPTION = ("Run Horovod and DDP under identical conditions and report parity and speed; migrate Horovod "
+               "code to DDP; check your own runs and logs. `python -m compare COMMAND --help` for each command.")
+
+
+def typed(value: Any) -> str:
+    """A default as a user types it: 1,2 for a tuple, 600 for 600.0, a path as it is."""
+    if isinstance(value, (tuple, list)):
+        return ",".join(typed(item) for item in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, PurePath):
+        return str(value)
+    return str(value)
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help with each default once, as it is typed; none for a required option, a switch, or an empty default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        says_default = "(default" in text or "%(default)" in text or "[" in text
+        empty = default is None or default is False or default == [] or default == () or default == argparse.SUPPRESS
+        if (says_default or action.required or empty
+                or (not action.option_strings and action.nargs is None)):
+            return text
+        return f"{text} (default: {typed(default).replace('%', '%%')})"
 
 
 def exit_statuses() -> str:
-    return "Exit status:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_MEANINGS.items())
+    return "Exit status:\n" + "\n".join(f"  {code.value:>3}  {code.words}" for code in Exit)
 
 
-def chosen_commands(argv: Sequence[str]) -> list[str]:
-    """The command named on the line (the first word that is not an option: the top level takes only -h), or
-    every command when there is none or it is unknown: then argparse lists them all."""
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command named on the line: the first word that is not an option (the top level takes only -h)."""
     word = next((arg for arg in argv if not arg.startswith("-")), None)
-    return [word] if word in COMMANDS else list(COMMANDS)
+    return word if word in COMMAND_SPECS else None
 
 
-def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m compare", description=DESCRIPTION,
-                    formatter_class=argparse.RawDescriptionHelpFormatter, epilog=exit_statuses())
-    # argparse lists each registered command with its own help line under "commands".
+def add_command(commands: argparse._SubParsersAction, name: str, spec: Command) -> argparse.ArgumentParser:
+    """The command's parser from the table; `func` names its entry point, imported only when it runs."""
+    if spec.legacy:
+        module = importlib.import_module(f"compare.commands.{spec.module}")
+        module.add_parser(commands)
+        return commands.choices[name]
+    parser = commands.add_parser(name, help=spec.help.replace("%", "%%"),
+                                 description=textwrap.fill(spec.description, 100),
+                                 epilog=spec.epilog or None, formatter_class=Formatter,
+                                 allow_abbrev=False)  # a flag as the docs spell it: no prefix stands in for it
+    groups: dict[str | None, Any] = {None: parser}
+    for option in options_of(name):
+        if option.group not in groups:
+            groups[option.group] = parser.add_argument_group(option.group)
+        kwargs = dict(option.kwargs)
+        if option.flags == ("--out",) and "default" not in kwargs and not kwargs.get("required"):
+            kwargs["default"] = out_default(name)
+        if option.hidden:
+            kwargs["help"] = argparse.SUPPRESS
+        text = kwargs.pop("help", option.help.replace("%", "%%"))  # argparse %-formats help: a % is text here
+        groups[option.group].add_argument(*option.flags, help=text, **kwargs)
+    if spec.workload_options:
+        from workload.options import add_arguments  # the training options, passed on to every launch
+
+        add_arguments(parser, run_directory=False, launch=False)
+        for action in parser._actions:
+            if note := spec.workload_notes.get(next(iter(action.option_strings), "")):
+                action.help = f"{action.help} ({note})"
+    if spec.passthrough is not None:
+        parser.usage = parser.format_usage().removeprefix("usage: ").rstrip() + " [-- ARGS ...]"
+    parser.set_defaults(func=f"compare.commands.{spec.module}:{spec.entry}")
+    return parser
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for this command line: the named command's options only (the others listed by name). Without
+    a command line, every command's, for code that parses several."""
+    parser = Parser(prog="python -m compare", description=textwrap.fill(DESCRIPTION, 100), formatter_class=Formatter,
+                    epilog=exit_statuses())
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, title="commands",
                                      metavar="COMMAND")
-    for name in chosen_commands(argv):  # each module adds its parser, with `func` set to its main(ns) -> int
-        importlib.import_module(f"compare.commands.{COMMANDS[name]}").add_parser(commands)
+    chosen = chosen_command(argv) if argv is not None else None
+    for name, spec in COMMAND_SPECS.items():
+        if argv is None or name == chosen:
+            add_command(commands, name, spec)
+        else:  # listed under "commands" with its help line; its options are built only when it is named
+            commands.add_parser(name, help=spec.help.replace("%", "%%"))
     return parser
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The namespace of a command line; for a command that passes arguments on, those after `--` go to its
+    `passthrough` attribute."""
+    argv = list(argv)
+    chosen = chosen_command(argv)
+    spec = COMMAND_SPECS.get(chosen) if chosen else None
+    rest: list[str] | None = None
+    if spec is not None and spec.passthrough is not None and not spec.legacy and "--" in argv:
+        argv, rest = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    ns = build_parser(argv).parse_args(argv)
+    if spec is not None and spec.passthrough is not None and not spec.legacy:
+        setattr(ns, spec.passthrough, rest or [])
+    return ns
+
+
+def entry_point(ns: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
+    if callable(ns.func):  # a legacy command's own parser set its main
+        return ns.func
+    module, _, function = ns.func.partition(":")
+    return getattr(importlib.import_module(module), function)

@@ -21,7 +21,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from compare.analysis.faults import (
-    DEFAULT_FAULTS_OUT,
     EXPECTED_NOT_TO_RECOVER,
     FAULT_RANK,
     FAULT_STEP,
@@ -30,7 +29,7 @@ from compare.analysis.faults import (
     judge_fault,
 )
 from compare.analysis.records import RecordError, load_run
-from compare.commands.arguments import DEFAULTS, word_list
+from compare.commands.options import SCENARIOS
 from compare.launch.lines import recovery_launch
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
@@ -42,7 +41,6 @@ from workload.faults import fault_marker
 from workload.files import write_atomic, write_json_atomic
 from workload.options import Options
 
-SCENARIOS = ("kill", "exit", "hang")
 HEARTBEAT_S = 30  # a line this often while a launch runs, so that a long wait shows what it waits for
 
 
@@ -117,23 +115,6 @@ def write_faults(out: Path, results: list[FaultResult], commands: list[str], ns:
                                             "results": [asdict(r) for r in results], "commands": commands})
     write_atomic(out / "faults.md", faults_markdown(results, steps=ns.steps, interval=ns.interval,
                                                     collective_timeout=ns.collective_timeout))
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    faults = commands.add_parser("faults", help="the same faults on both frameworks' recovery paths",
-                                 formatter_class=DEFAULTS,
-                                 description="Kill, exit or stop a worker of each framework at np 2 and report "
-                                             "recovery (torchrun --max-restarts with checkpoints; elastic Horovod).")
-    faults.add_argument("--out", type=Path, default=DEFAULT_FAULTS_OUT, help="where records and the table go")
-    faults.add_argument("--scenarios", type=word_list, default=list(SCENARIOS), help=", ".join(SCENARIOS))
-    faults.add_argument("--steps", type=int, default=40, help="optimizer steps per run (the fault is at step 13)")
-    faults.add_argument("--interval", type=int, default=8, help="steps between checkpoints / commits")
-    faults.add_argument("--collective-timeout", type=float, default=20, help="seconds before a stopped worker fails")
-    faults.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
-    faults.add_argument("--hang-wait", type=float, default=120,
-                        help="seconds to wait on a scenario known not to recover (elastic Horovod and a stopped "
-                             "worker) before ending it")
-    faults.set_defaults(func=main)
 
 
 def main(ns: argparse.Namespace) -> int:

@@ -9,48 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from compare.commands.arguments import add_loss_line_arguments
-from compare.importers import FORMATS, Fields, LogFormatError, build_record, parse_option, read_series
+from compare.importers import Fields, LogFormatError, build_record, parse_option, read_series
 from compare.importers import source_digest as digest_of
 from workload.errors import UsageError
 from workload.options import check_writable
 from workload.record_format import write_metrics, write_run_json
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "import", help="a run record from an existing log (TensorBoard, CSV, JSON lines, text)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Turn the log of a run made elsewhere into a run record that `compare check` and "
-                    "`compare report` read. What the log cannot tell (step times, the global batch, the "
-                    "machine) is left empty and listed in run.json's \"imported\" entry.")
-    parser.add_argument("format", choices=FORMATS, help="the log's format")
-    parser.add_argument("source", type=Path, help="the log file (TensorBoard: an event file or its directory)")
-    parser.add_argument("--out", type=Path, required=True, help="the run directory to write")
-    parser.add_argument("--framework", choices=["horovod", "ddp", "unknown"], default="unknown",
-                        help="which framework made the run")
-    parser.add_argument("--world-size", type=int, default=None, help="workers of the run (unknown: recorded as 1)")
-    parser.add_argument("--seed", type=int, default=0, help="the run's seed: check pairs runs by seed")
-    parser.add_argument("--global-batch", type=int, default=None,
-                        help="samples per optimizer step over all workers, when known")
-    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="an option of the run, recorded in run.json (repeatable), e.g. lr=0.05")
-    fields = parser.add_argument_group("where the values are (column, key or tag names)")
-    fields.add_argument("--step-field", default="step", help="CSV column or JSON key of the step")
-    fields.add_argument("--loss-field", default=None,
-                        help="column, key or scalar tag of the training loss (default: one named loss, "
-                             "train_loss, train/loss...)")
-    fields.add_argument("--lr-field", default=None, help="column, key or tag of the learning rate")
-    fields.add_argument("--eval-loss-field", default=None, help="column, key or tag of an evaluation loss")
-    fields.add_argument("--eval-accuracy-field", default=None, help="column, key or tag of an evaluation accuracy")
-    text = parser.add_argument_group("text logs (docs/own-job.md: prefixes, ranks, how steps are numbered)")
-    add_loss_line_arguments(text, "--regex")
-    text.add_argument("--rank", type=int, default=0,
-                      help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
-                           "[default0]:)")
-    parser.set_defaults(func=main)
 
 
 def main(ns: argparse.Namespace) -> int:

@@ -5,35 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
-
-
-def add_parser(commands) -> None:
-    from workload.options import add_arguments
-
-    parser = commands.add_parser(
-        "k8s", help="write Kubeflow manifests for both sides (MPIJob, PyTorchJob, TrainJob)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Write an MPIJob (Horovod through mpirun), a PyTorchJob and a TrainJob (DDP through torchrun) "
-                    "that train the same job with the same options, a results volume claim and a pod to read it. "
-                    "Nothing is applied: `kubectl apply -f DIR/...` does that (docs/kubernetes.md).")
-    cluster = parser.add_argument_group("cluster")
-    cluster.add_argument("--image", required=True, help="the project's image (Dockerfile), pushed where the cluster "
-                                                        "pulls from")
-    cluster.add_argument("--workers", type=int, required=True, help="pods per job")
-    cluster.add_argument("--gpus-per-worker", type=int, default=0, help="GPUs each pod asks for (with --device cuda)")
-    cluster.add_argument("--procs-per-worker", type=int, default=None,
-                         help="training processes per pod (default: --gpus-per-worker, or 1 without GPUs)")
-    cluster.add_argument("--name", default="hvd-compare", help="prefix of the jobs' names")
-    cluster.add_argument("--results-claim", default="hvd-compare-results",
-                         help="the PersistentVolumeClaim (ReadWriteMany) every training pod mounts at /results")
-    cluster.add_argument("--results-size", default="1Gi", help="its requested size")
-    cluster.add_argument("--storage-class", default=None, help="its storage class (default: the cluster's)")
-    cluster.add_argument("--trainjob-runtime", default="torch-distributed",
-                         help="the ClusterTrainingRuntime the TrainJob runs on")
-    cluster.add_argument("-o", "--output-dir", type=Path, default=Path("k8s"), help="where the manifests go")
-    add_arguments(parser, run_directory=False, launch=False)
-    parser.set_defaults(func=main)
 
 
 def main(ns: argparse.Namespace) -> int:

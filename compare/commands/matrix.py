@@ -15,7 +15,7 @@ from pathlib import Path
 from compare.analysis.matrix import Feature, judge_feature, judge_resume
 from compare.analysis.parity import MIN_OVERLAP, STEP_RTOL
 from compare.analysis.records import RecordError, RunRecord, load_run
-from compare.commands.arguments import DEFAULTS, analysis_arguments, analysis_settings, word_list
+from compare.commands.arguments import analysis_settings
 from compare.launch.lines import build_launch
 from compare.launch.process import run_launch
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED, FRAMEWORKS
@@ -182,23 +182,6 @@ def write_matrix(out: Path, rows: list[Row], commands: list[str], base: Options)
                 "machine": record_format.host_info()}
     write_json_atomic(out / "matrix.json", json.loads(json.dumps(document, default=str)))
     write_atomic(out / "matrix.md", matrix_markdown(rows, base))
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    matrix = commands.add_parser("matrix", help="every feature on both sides at np 2", formatter_class=DEFAULTS,
-                                 description="Run each training feature in its idiomatic form on both frameworks "
-                                             "(np 2, mlp unless --workload) and write matrix.json and matrix.md.")
-    matrix.add_argument("--out", type=Path, default=Path("results/matrix"), help="where records and the table go")
-    matrix.add_argument("--workload", default="mlp", metavar="{mlp,digits,lm,MODULE:FUNCTION,FILE.py:FUNCTION}",
-                        help="what every row trains (the SyncBatchNorm row always trains resnet); your own "
-                             "model as in docs/own-job.md")
-    matrix.add_argument("--steps", type=int, default=30, help="optimizer steps per run")
-    matrix.add_argument("--seed", type=int, default=0)
-    matrix.add_argument("--timeout", type=float, default=300, help="seconds allowed for each launch")
-    matrix.add_argument("--only", type=word_list, default=None,
-                        help="run only the features whose names contain one of these words, e.g. resume,ZeRO")
-    analysis_arguments(matrix)
-    matrix.set_defaults(func=main)
 
 
 def main(ns: argparse.Namespace) -> int:

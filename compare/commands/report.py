@@ -14,17 +14,14 @@ from compare.analysis.speed import TradeoffInputs, code_lines
 from compare.analysis.summary import analyse
 from compare.analysis.time_to_target import Target, evaluated_metrics
 from compare.commands.arguments import (
-    DEFAULTS,
     AnalysisSettings,
-    analysis_arguments,
     analysis_settings,
     resolve_targets,
-    target_argument,
 )
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, Tuning, tuning_from_record
-from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
+from compare.names import EXIT_RUN_FAILED, Parity
 from compare.render.report import environment_from_runs, summary_table, write_report
 from compare.render.speed import speed_line
 from compare.render.time_to_target import time_to_target_line
@@ -168,15 +165,7 @@ def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes:
     print(f"report: {paths['md']}  (also {paths['html'].name}, {paths['json'].name})")
     if analysis["failures"]:
         return EXIT_RUN_FAILED
-    return PARITY_EXIT[analysis["verdict"]["parity"]]
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    report = commands.add_parser("report", help="rebuild the report from run records", formatter_class=DEFAULTS)
-    report.add_argument("dir", type=Path, help="a comparison directory (holding runs/) or any tree of runs")
-    analysis_arguments(report)
-    target_argument(report.add_argument_group("time to target (docs/benchmarks.md)"))
-    report.set_defaults(func=main)
+    return Parity(analysis["verdict"]["parity"]).exit
 
 
 def main(ns: argparse.Namespace) -> int:

@@ -20,18 +20,10 @@ from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
 from compare.analysis.time_to_target import Target
 from compare.analysis.timing import launch_median, window_steps
 from compare.commands import scheduler
-from compare.commands.arguments import (
-    DEFAULTS,
-    AnalysisSettings,
-    analysis_arguments,
-    analysis_settings,
-    frameworks,
-    int_list,
-    resolve_targets,
-    target_argument,
-)
+from compare.commands.arguments import AnalysisSettings, analysis_settings, resolve_targets
+from compare.commands.options import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, DEFAULT_SEEDS
 from compare.commands.report import ReportInputs, publish
-from compare.commands.sweep import SWEEP_WIDTHS, run_sweep, sweep_plan
+from compare.commands.sweep import run_sweep, sweep_plan
 from compare.launch.lines import Launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import Outcome
@@ -47,10 +39,6 @@ from workload.options import ONE_SIDED, Options, check_writable, options_from_na
 from workload.trainer import planned_steps, steps_per_epoch
 from workload.workloads import WORKLOADS
 
-DEFAULT_SEEDS = (0, 1, 2)
-DEFAULT_ROUNDS = 4  # rounds of launches for the speed verdict (docs/benchmarks.md: what they resolve)
-DEFAULT_TIMED_S = 2.0  # seconds of steady state a speed launch times (docs/benchmarks.md: the window study)
-DEFAULT_BUDGET_S = 3600.0  # --precision without --time-budget: +-5% takes about an hour here (docs/benchmarks.md)
 STARTUP_GUESS_S = 4.0  # the least a launch takes before its first step (docs/benchmarks.md: 4.2-6.9 s)
 STEP_GUESS_S = 0.002  # a fast step of the default job
 REFERENCE_AUTO = ("mlp", "digits")  # small enough that one process on the global batch is cheap
@@ -393,79 +381,6 @@ def more_rounds(plan: ComparisonPlan, design: dict, runner: Runner, steps_of: Ca
         design.update(stopped=stopped, rounds=number - offset, elapsed_s=round(time.monotonic() - started, 1))
         write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         return
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    from workload.options import add_arguments
-
-    run = commands.add_parser("run", help="launch both frameworks and report", formatter_class=DEFAULTS,
-                              description="Launch each framework at each world size with its real launcher "
-                                          "(horovodrun, torchrun), every seed in one launch, then analyse.")
-    suite = run.add_argument_group("comparison")
-    suite.add_argument("--np", type=int_list, default=(1, 2), help="world sizes, e.g. 1,2,4")
-    suite.add_argument("--frameworks", type=frameworks, default=FRAMEWORKS, help="horovod, ddp or both")
-    suite.add_argument("--horovod-controller", choices=["mpi", "gloo"], default="mpi",
-                       help="horovodrun --mpi or --gloo")
-    suite.add_argument("--launcher", choices=["cli", "spawn"], default="cli",
-                       help="cli: horovodrun and torchrun; spawn: horovod.run and torch.multiprocessing.spawn")
-    suite.add_argument("--reference", choices=["auto", "on", "off"], default="auto",
-                       help="also train one process on the same global batches (auto: on for mlp and digits)")
-    suite.add_argument("--timeout", type=float, default=600, help="seconds allowed for each launch")
-    suite.add_argument("--network", choices=["auto", "private", "host"], default="auto",
-                       help="private: each launch in a network namespace of its own with only loopback, so "
-                            "nothing it listens on is reachable from outside (needs root); auto: private "
-                            "when possible")
-    suite.add_argument("--tuned", type=Path, default=None, metavar="FILE",
-                       help="compare tuned against tuned: each framework's settings from FILE (the tuned.json "
-                            "that `compare bench` writes); without it, defaults against defaults")
-    suite.add_argument("--out", type=Path, default=Path("results/latest"),
-                       help="where the run records (OUT/runs/) and the report go")
-    target_argument(suite)
-    speed = run.add_argument_group("speed")
-    speed.add_argument("--repeats", type=int, default=None, metavar="N",
-                       help=f"speed rounds (default {DEFAULT_ROUNDS}; 2 for a sweep): after round 1 (every seed, "
-                            "for parity), each framework once more per round, the first seed only, timing "
-                            "--timed-seconds, in alternating order (A B, B A ...); 0: parity only%(default).0s")
-    speed.add_argument("--precision", type=precision, default=None, metavar="P%",
-                       help="keep launching rounds (in pairs, A B then B A) until the anytime-valid 95%% interval of "
-                            "the Horovod/DDP ratio is within +-P%% at every world size, or --time-budget is spent "
-                            "(docs/benchmarks.md: a confidence sequence, valid however the rounds stop)%(default).0s")
-    speed.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                       help=f"the most seconds of launches for --precision (default {DEFAULT_BUDGET_S:g}); alone: "
-                            "rounds until it is spent, with the precision that buys%(default).0s")
-    speed.add_argument("--timed-seconds", type=float, default=DEFAULT_TIMED_S, metavar="SECONDS",
-                       help="each speed round's launches time about this many seconds of steady state (one seed, "
-                            "the steps from round 1's step times, the same for both sides); round 1 then serves "
-                            "parity only. 0: the job's own steps, round 1 counting as a speed round "
-                            "(docs/benchmarks.md)")
-    speed.add_argument("--aa", choices=FRAMEWORKS, default=None, metavar="FRAMEWORK",
-                       help="A/A check: launch FRAMEWORK twice in every speed round and judge the twin against "
-                            "the first as Horovod against DDP; its interval should hold 1 (with --frameworks "
-                            "FRAMEWORK: the A/A check alone)%(default).0s")
-    speed.add_argument("--step-delay-for", choices=(*FRAMEWORKS, "twin"), default=None,
-                       help="apply --step-delay-ms to this framework only, or to the --aa twin (a known speed "
-                            "difference, for tests)")
-    speed.add_argument("--sweep-model-size", action="store_true",
-                       help="instead of a comparison: the Horovod/DDP step-time ratio as the mlp's gradient grows "
-                            "(--sweep-widths), at the largest --np, with a plot of the crossover")
-    speed.add_argument("--sweep-widths", type=int_list, default=SWEEP_WIDTHS,
-                       help="mlp hidden widths for --sweep-model-size (256 is the default mlp)")
-    scheduler.add_arguments(run)
-    analysis_arguments(run)
-    add_arguments(run, run_directory=False, launch=False)  # the workload options, passed on to every launch
-    run.set_defaults(func=main)
-
-
-def precision(text: str) -> float:
-    """--precision: a percentage (5%) or a fraction (0.05), above 0 and below 100%."""
-    value = text.strip()
-    try:
-        number = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as 5%, got {text!r}") from None
-    if not 0 < number < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: the precision must be above 0 and below 100% (e.g. 5%)")
-    return number
 
 
 def main(ns: argparse.Namespace) -> int:

@@ -5,29 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from compare.launch.slurm import DDP_FORMS, HOROVOD_FORMS, SlurmSettings
+from compare.launch.slurm import SlurmSettings
 from workload.errors import UsageError
 
 DEFAULT = SlurmSettings()
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("scheduler")
-    group.add_argument("--scheduler", choices=["local", "slurm"], default="local",
-                       help="local: start the launchers here; slurm: every launch a Slurm job (sbatch), its batch "
-                            "script kept in the run directory (docs/slurm.md)")
-    group.add_argument("--partition", default=DEFAULT.partition,
-                       help="slurm: the partition (default: the cluster's)")
-    group.add_argument("--nodes", type=int, default=DEFAULT.nodes,
-                       help="slurm: nodes per job (at most one per rank; the ranks spread evenly)")
-    group.add_argument("--time", type=int, default=DEFAULT.time_min, metavar="MINUTES",
-                       help="slurm: each job's time limit (default: --timeout, rounded up to minutes)")
-    group.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
-                       help="slurm: passed to sbatch as it is (repeat it: --sbatch-arg=--account=ml)")
-    group.add_argument("--slurm-horovod", choices=HOROVOD_FORMS, default=DEFAULT.horovod_form,
-                       help="slurm: Horovod's ranks started by srun --mpi=pmix, or by mpirun inside the allocation")
-    group.add_argument("--slurm-ddp", choices=DDP_FORMS, default=DEFAULT.ddp_form,
-                       help="slurm: DDP through srun torchrun (one per node), or one srun task per rank")
 
 
 def slurm_settings(ns: argparse.Namespace) -> SlurmSettings:

@@ -29,7 +29,6 @@ from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
 from workload.options import check_writable, options_from_namespace, validate
 
-SWEEP_WIDTHS = (32, 256, 1024, 2048, 4096)  # gradients of 14 KB, 0.34 MB, 4.5 MB, 17 MB and 68 MB
 SWEEP_STEPS = 25
 SWEEP_ROUNDS = 2
 SWEEP_PLOT = "model_size_sweep.png"

@@ -116,8 +116,3 @@ def stop_remote_workers(command: Sequence[str], env: dict[str, str], timeout_s: 
         elif result.stdout.strip():
             notes.append(f"{host}: stopped the job's remote workers (pids {result.stdout.split()})")
     return notes
-
-
-def after_launch(launch, failed: bool) -> list[str]:
-    """The hook for the launch supervision: call it after the local process tree is gone."""
-    return stop_remote_workers(launch.command, launch.env) if failed else []

@@ -86,15 +86,20 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
         lines.append(f"- **{flag.category}**, {where(flag)}:{code}: {flag.why}")
     if launch_lines:
         lines += ["", "## Launch", "", "```bash", *launch_lines, "```"]
+    # The line a user can paste: the output they chose (--force: it exists now) and, where flags remain,
+    # --allow-partial, without which --verify stops at exit 6.
+    again = (f"python -m compare migrate {source_name} -o {output_name} --force"
+             f"{' --allow-partial' if flags else ''} --verify")
     check = (f"The original's Trainer ran on Horovod's Lightning accelerator, which Lightning 2 no longer has, so "
              f"`--verify` cannot run it: run `{output_name}` under torchrun and compare its losses with a record of "
              "the original's past runs (`python -m compare import`, then `compare check`)." if migration.lightning
-             else f"`python -m compare migrate {source_name} --verify` runs the original through its own front-end "
+             else f"`{again}` runs the original through its own front-end "
              f"and the result through {migration.front_end} (np 2, CPU), as plain python, and compares rank 0's "
              "losses with `python -m compare check`. See docs/migration.md." if migration.front_end
-             else f"`python -m compare migrate {source_name} --verify` runs the original as its users launch it "
+             else f"`{again}` runs the original as its users launch it "
              "(horovodrun, or horovod.run when its arguments say so) and the result under torchrun (np 2, CPU), and "
-             "compares rank 0's losses with `python -m compare check`. See docs/migration.md.")
+             "compares rank 0's losses with `python -m compare check` (the script's arguments go after `--`). See "
+             "docs/migration.md.")
     lines += ["", "## Check it", "", check, ""]
     return "\n".join(lines)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +106,3 @@ def spark_launch(tree: ast.Module) -> SparkLaunch | None:
                        "it (a stand-in HorovodRunner pickles it and starts horovodrun; the rest of the script runs as "
                        "`python SCRIPT`); the migration runs through TorchDistributor",
                        (str(STANDIN_RUNNER),))
-
-
-def python_command(launch: SparkLaunch, script: Path, args: list[str]) -> list[str]:
-    """The original's command: `python [the stand-in's runner] SCRIPT ARGS`."""
-    return [sys.executable, *launch.original_prefix, str(script), *args]

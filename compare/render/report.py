@@ -45,10 +45,6 @@ from workload.files import write_atomic
 REPORT_SCHEMA_VERSION = 1
 
 
-def verdict_word(passed: bool | None) -> str:
-    return {True: "pass", False: "FAIL", None: "undecided"}[passed]
-
-
 # ---- content --------------------------------------------------------------------------------------------
 
 SUMMARY_HEADERS = [

@@ -6,12 +6,11 @@ Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis sto
 from __future__ import annotations
 
 from compare.analysis.parity import ATOL, GAPS_UNDECIDED, SATURATION, STEP_K, STEP_RTOL
-from compare.names import display
+from compare.names import Parity, display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 from compare.render.causes import cause_lines
 
-OUTCOME_WORDS = {"holds": "parity holds", "fails": "parity fails", "undecided": "parity undecided",
-                 "different jobs": "different jobs"}
+OUTCOME_WORDS = {outcome.value: outcome.words for outcome in Parity}  # the words' home: compare/names.py
 
 
 def band_text(band: dict) -> str:
@@ -107,8 +106,8 @@ def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
         return (f"seed {seed['seed']}: training losses agree over {span}, but the evaluation at step "
                 f"{bad['step']} differs: {bad['metric']} {num(bad['a'], '.6g')} vs {num(bad['b'], '.6g')} "
                 f"(gap {num(bad['gap'], '.2e')} > {num(bad['tolerance'], '.2e')})")
-    evals = len({e["step"] for e in seed["evals"]})
-    agree = f"{evals} evaluation(s) agree" if evals else "no evaluations to compare"
+    evals = len(seed["evals"])  # every metric at every step, as the report's table counts them
+    agree = f"{evals}/{evals} evaluations agree" if evals else "no evaluations to compare"
     for key, name in (("evals_only_a", a), ("evals_only_b", b)):
         if seed.get(key):
             agree += (f"; evaluation(s) at step {', '.join(map(str, seed[key][:5]))}"

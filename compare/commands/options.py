@@ -1,0 +1,296 @@
+"""Every option of `python -m compare`'s commands, each declared once: its flags, type, default, help, section
+of --help and the commands that take it. The parsers are derived from this table (compare/commands/cli.py), as
+the training options' are from workload/options.py, whose fields `run` and `k8s` take as they are.
+
+An option two commands share (`--timeout`, `--out`, `--np`, `--horovod-controller`, the analysis options) is
+one entry with one default, whatever the command. The table imports no command, no analysis and no torch:
+`--help` is built from it alone, and the command's own module is imported only to run it.
+Defaults that belong to the analysis (the tolerance floor, the margins, the targets) or the launchers (Slurm)
+are written here and pinned to their homes by tests/test_cli_options.py.
+
+The lead's port of `compare migrate`: declare its options here with "migrate" in `commands`, move its
+description and epilog into COMMAND_SPECS["migrate"] (`passthrough="script_args"` keeps `-- ARGS`), drop
+`legacy=True` and migrate.py's add_parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compare.commands.arguments import frameworks, int_list, margin, precision, target, word_list
+from compare.commands.bench_settings import PARTS, QUICK, Settings
+from compare.names import FRAMEWORKS
+from workload.builtin import WORKLOAD_METAVAR
+
+# Defaults that code outside the parser reads too (run.py's plan; the faults scenarios).
+DEFAULT_SEEDS = (0, 1, 2)  # compare run's seeds, unless --seed or --seeds says otherwise
+DEFAULT_TIMEOUT = 600.0  # seconds for one launch: a slow launch of the default job takes a fraction of it
+DEFAULT_ROUNDS = 4  # rounds of launches for the speed verdict (docs/benchmarks.md: what they resolve)
+DEFAULT_TIMED_S = 2.0  # seconds of steady state a speed launch times (docs/benchmarks.md: the window study)
+DEFAULT_BUDGET_S = 3600.0  # --precision without --time-budget: +-5% takes about an hour here (docs/benchmarks.md)
+SWEEP_WIDTHS = (32, 256, 1024, 2048, 4096)  # --sweep-model-size: gradients of 14 KB, 0.34 MB, 4.5 MB, 17 MB, 68 MB
+SCENARIOS = ("kill", "exit", "hang")  # compare faults: what happens to the worker
+# Pinned to their homes by tests/test_cli_options.py: compare/analysis/parity.py, time_to_target.py,
+# compare/launch/slurm.py, importers.py and loss_lines.py, none of which --help may import.
+STEP_RTOL, STEP_K = 1e-5, 20
+MARGINS_SHOWN = "final_loss=2%, eval_loss=2%, eval_accuracy=0.01"
+TARGETS_SHOWN = "digits eval_accuracy=0.9, mlp eval_accuracy=0.6"
+HOROVOD_FORMS, DDP_FORMS = ("srun", "mpirun"), ("torchrun", "srun")
+# compare/importers.py's FORMATS and compare/loss_lines.py's STEP_FROM (both import what --help must not).
+IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text"), ("log", "order")
+
+ANALYSIS = "analysis (docs/parity.md)"
+TARGET = "time to target (docs/benchmarks.md)"
+SPEED = "speed (docs/benchmarks.md)"
+SCHEDULER = "scheduler (docs/slurm.md)"
+FIELDS = "where the values are (column, key or tag names)"
+TEXT = "text logs (docs/own-job.md: prefixes, ranks, how steps are numbered)"
+CLUSTER = "cluster"
+RESULTS = Path("results")  # `--out`'s default: results/COMMAND
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: its line in `python -m compare --help`, its own --help, and where its entry point lives."""
+
+    help: str
+    description: str
+    module: str  # compare/commands/MODULE.py, whose ENTRY(ns) -> int runs it
+    epilog: str = ""
+    workload_options: bool = False  # takes the training options of workload/options.py, passed to each launch
+    passthrough: str | None = None  # the namespace attribute that gets everything after `--`
+    # What this command does with a training option, added to that option's help (flag -> words).
+    workload_notes: dict[str, str] = field(default_factory=dict)
+    legacy: bool = False  # its module still adds its own parser (add_parser): compare migrate until it is ported
+    entry: str = "main"
+
+
+COMMAND_SPECS: dict[str, Command] = {
+    "run": Command("launch both frameworks and report parity and speed",
+                   "Launch each framework at each world size with its real launcher (horovodrun, torchrun), every "
+                   "seed in one launch, then judge parity and speed and write the report.", "run",
+                   workload_options=True,
+                   workload_notes={"--seeds": f"compare run: {','.join(map(str, DEFAULT_SEEDS))}, or the one "
+                                              "--seed given"}),
+    "check": Command("parity of two existing run records",
+                     "Decide whether two sets of run records train the same job the same way.", "check"),
+    "report": Command("rebuild the report from run records",
+                      "Rebuild report.md and report.json from the run records under DIR (a comparison's "
+                      "OUT, or any tree of runs), with new analysis options if given.", "report"),
+    "matrix": Command("every feature on both sides at np 2",
+                      "Run each training feature in its idiomatic form on both frameworks (np 2, mlp unless "
+                      "--workload) and write matrix.json and matrix.md.", "matrix"),
+    "faults": Command("the same faults on both frameworks' recovery paths",
+                      "Kill, exit or stop a worker of each framework at np 2 and report recovery (torchrun "
+                      "--max-restarts with checkpoints; elastic Horovod).", "faults"),
+    "bench": Command("measure each framework against its limits, tune both, and the harness's own cost",
+                     "Measure each framework against its limits on this machine (allreduce bandwidth, the bare "
+                     "loops, the project's overhead) and tune both (docs/benchmarks.md).", "bench",
+                     entry="run_bench"),
+    "k8s": Command("write Kubeflow manifests for both sides (MPIJob, PyTorchJob, TrainJob)",
+                   "Write an MPIJob (Horovod through mpirun), a PyTorchJob and a TrainJob (DDP through torchrun) "
+                   "that train the same job with the same options, a results volume claim and a pod to read it. "
+                   "Nothing is applied: `kubectl apply -f DIR/...` does that (docs/kubernetes.md).", "k8s",
+                   workload_options=True),
+    "import": Command("a run record from an existing log (TensorBoard, CSV, JSON lines, text)",
+                      "Turn the log of a run made elsewhere into a run record that `compare check` and `compare "
+                      "report` read. What the log cannot tell (step times, the global batch, the machine) is left "
+                      "empty and listed in run.json's \"imported\" entry.", "import_records"),
+    "migrate": Command("rewrite Horovod code for DDP + torchrun, with a report (and --verify)",
+                       "", "migrate", legacy=True),
+}
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option: argparse's keywords, and which commands take it in which section of their --help."""
+
+    flags: tuple[str, ...]  # ("--timeout",), ("-o", "--output-dir"), or a positional's name ("dir_a",)
+    help: str
+    commands: tuple[str, ...]
+    group: str | None = None  # None: the command's own options
+    hidden: bool = False  # set by tests and by compare itself, not by a user: accepted, left out of --help
+    kwargs: dict[str, Any] = field(default_factory=dict)  # default, type, choices, action, nargs, metavar...
+
+
+def opt(*flags: str, help: str, commands: tuple[str, ...] | str, group: str | None = None, hidden: bool = False,
+        **kwargs: Any) -> Opt:
+    return Opt(flags, help, (commands,) if isinstance(commands, str) else commands, group, hidden, kwargs)
+
+
+def out_default(command: str) -> Path:
+    return RESULTS / command
+
+
+LAUNCHING = ("run", "faults", "matrix", "bench")
+JUDGING = ("run", "check", "report", "matrix")
+
+OPTIONS: tuple[Opt, ...] = (
+    # --- shared by the commands that launch
+    opt("--out", help="where the run records and what this command writes go",
+        commands=LAUNCHING, type=Path, metavar="DIR"),
+    opt("--timeout", help="seconds allowed for each launch", commands=LAUNCHING, type=float,
+        default=DEFAULT_TIMEOUT, metavar="SECONDS"),
+    opt("--np", help="world sizes, e.g. 1,2,4", commands="run", type=int_list, default=(1, 2), metavar="N[,N...]"),
+    opt("--horovod-controller", help="horovodrun --mpi or --gloo", commands="run", choices=("mpi", "gloo"),
+        default="mpi"),
+    # --- run: the comparison
+    opt("--frameworks", help="which sides to launch: horovod, ddp, or both as horovod,ddp", commands="run",
+        type=frameworks, default=FRAMEWORKS, metavar="NAMES"),
+    opt("--launcher", help="cli: horovodrun and torchrun; spawn: horovod.run and torch.multiprocessing.spawn",
+        commands="run", choices=("cli", "spawn"), default="cli"),
+    opt("--reference", help="also train one process on the same global batches (auto: on for mlp and digits)",
+        commands="run", choices=("auto", "on", "off"), default="auto"),
+    opt("--network", help="private: each launch in a network namespace of its own with only loopback, so nothing "
+                          "it listens on is reachable from outside (needs root); auto: private when possible",
+        commands="run", choices=("auto", "private", "host"), default="auto"),
+    opt("--tuned", help="compare tuned against tuned: each framework's settings from FILE (the tuned.json that "
+                        "`compare bench` writes); without it, defaults against defaults",
+        commands="run", type=Path, metavar="FILE"),
+    # --- run: speed
+    opt("--repeats", help=f"speed rounds (default {DEFAULT_ROUNDS}; 2 for a sweep): after round 1 (every seed, "
+                          "for parity), each framework once more per round, the first seed only, timing "
+                          "--timed-seconds, in alternating order (A B, B A ...); 0: parity only",
+        commands="run", group=SPEED, type=int, metavar="N"),
+    opt("--precision", help="keep launching rounds (in pairs, A B then B A) until the anytime-valid 95% interval "
+                            "of the Horovod/DDP ratio is within +-P% at every world size, or --time-budget is "
+                            "spent (a confidence sequence, valid however the rounds stop)",
+        commands="run", group=SPEED, type=precision, metavar="P%"),
+    opt("--time-budget", help=f"the most seconds of launches for --precision (default {DEFAULT_BUDGET_S:g}); "
+                              "alone: rounds until it is spent, with the precision that buys",
+        commands="run", group=SPEED, type=float, metavar="SECONDS"),
+    opt("--timed-seconds", help="each speed round's launches time about this many seconds of steady state (one "
+                                "seed, the steps from round 1's step times, the same for both sides); 0: the "
+                                "job's own steps, round 1 counting as a speed round",
+        commands="run", group=SPEED, type=float, default=DEFAULT_TIMED_S, metavar="SECONDS"),
+    opt("--aa", help="A/A check: launch FRAMEWORK twice in every speed round and judge the twin against the first "
+                     "as Horovod against DDP; its interval should hold 1 (with --frameworks FRAMEWORK: the A/A "
+                     "check alone)", commands="run", group=SPEED, choices=FRAMEWORKS, metavar="FRAMEWORK"),
+    opt("--step-delay-for", help="apply --step-delay-ms to this framework only, or to the --aa twin (tests)",
+        commands="run", group=SPEED, hidden=True, choices=(*FRAMEWORKS, "twin")),
+    opt("--sweep-model-size", help="instead of a comparison: the Horovod/DDP step-time ratio as the mlp's gradient "
+                                   "grows (--sweep-widths), at the largest --np, with a plot of the crossover",
+        commands="run", group=SPEED, action="store_true"),
+    opt("--sweep-widths", help="mlp hidden widths for --sweep-model-size (256 is the default mlp)",
+        commands="run", group=SPEED, type=int_list, default=SWEEP_WIDTHS, metavar="W[,W...]"),
+    # --- run: where the launches run (compare/commands/scheduler.py reads them)
+    opt("--scheduler", help="local: start the launchers here; slurm: every launch a Slurm job (sbatch), its batch "
+                            "script kept in the run directory", commands="run", group=SCHEDULER,
+        choices=("local", "slurm"), default="local"),
+    opt("--partition", help="slurm: the partition (default: the cluster's)", commands="run", group=SCHEDULER),
+    opt("--nodes", help="slurm: nodes per job (at most one per rank; the ranks spread evenly)", commands="run",
+        group=SCHEDULER, type=int, default=1),
+    opt("--time", help="slurm: each job's time limit (default: --timeout, rounded up to minutes)", commands="run",
+        group=SCHEDULER, type=int, metavar="MINUTES"),
+    opt("--sbatch-arg", help="slurm: passed to sbatch as it is (repeat it: --sbatch-arg=--account=ml)",
+        commands="run", group=SCHEDULER, action="append", default=[], metavar="ARG"),
+    opt("--slurm-horovod", help="slurm: Horovod's ranks started by srun --mpi=pmix, or by mpirun inside the "
+                                "allocation", commands="run", group=SCHEDULER, choices=HOROVOD_FORMS, default="srun"),
+    opt("--slurm-ddp", help="slurm: DDP through srun torchrun (one per node), or one srun task per rank",
+        commands="run", group=SCHEDULER, choices=DDP_FORMS, default="torchrun"),
+    # --- the analysis
+    opt("--warmup", help="steps excluded from timing", commands=JUDGING, group=ANALYSIS, type=int, default=5),
+    opt("--rtol", help="the step-wise tolerance floor on the relative loss difference", commands=JUDGING,
+        group=ANALYSIS, type=float, default=STEP_RTOL),
+    opt("--k", help="the first steps judged at the floor alone", commands=JUDGING, group=ANALYSIS, type=int,
+        default=STEP_K),
+    opt("--margin", help=f"an end point's equivalence margin, absolute or relative with % (repeatable; defaults: "
+                         f"{MARGINS_SHOWN})", commands=JUDGING, group=ANALYSIS, type=margin, action="append",
+        default=[], metavar="NAME=VALUE[%]"),
+    opt("--allow", help="option differences that are intended (e.g. optimizer,lr): listed, not 'different jobs'",
+        commands=JUDGING, group=ANALYSIS, type=word_list, action="append", default=[], metavar="NAMES"),
+    opt("--target", help="time to target: per framework and world size, steps and seconds from the launch to the "
+                         "first evaluation at eval_accuracy, eval_loss or final_loss VALUE, over seeds, and which "
+                         f"side reaches it sooner (repeatable; alone: the workload's, {TARGETS_SHOWN})",
+        commands=("run", "report"), group=TARGET, type=target, nargs="?", const="default", action="append",
+        default=[], metavar="NAME=VALUE"),
+    # --- check, report
+    opt("dir_a", help="a run directory (or a directory of seed-S run directories)", commands="check", type=Path),
+    opt("dir_b", help="the other side's, the same way", commands="check", type=Path),
+    opt("--calibration", help="a control pair of this job that differs only in a way known not to change it "
+                              "(e.g. `--perturb-init-ulps 1`): its divergence sets the band; without it, the "
+                              "default band", commands="check", type=Path, nargs=2, metavar=("RUN_A", "RUN_B")),
+    opt("dir", help="a comparison directory (holding runs/) or any tree of runs", commands="report", type=Path),
+    # --- matrix, faults, bench
+    opt("--workload", help="what to train: a built-in, or your own model as in docs/own-job.md (matrix: the "
+                           "SyncBatchNorm row always trains resnet)", commands=("matrix", "bench"), default="mlp",
+        metavar=WORKLOAD_METAVAR),
+    opt("--steps", help="optimizer steps per run", commands="matrix", type=int, default=30),
+    opt("--seed", help="the seed of every run", commands="matrix", type=int, default=0),
+    opt("--only", help="run only the features whose names contain one of these words, e.g. resume,ZeRO",
+        commands="matrix", type=word_list, metavar="WORDS"),
+    opt("--scenarios", help=f"which faults, from {', '.join(SCENARIOS)}", commands="faults", type=word_list,
+        default=list(SCENARIOS), metavar="NAMES"),
+    opt("--steps", help="optimizer steps per run (the fault is at step 13)", commands="faults", type=int, default=40),
+    opt("--interval", help="steps between checkpoints / commits", commands="faults", type=int, default=8),
+    opt("--collective-timeout", help="seconds before a stopped worker fails", commands="faults", type=float,
+        default=20.0),
+    opt("--hang-wait", help="seconds to wait on a scenario known not to recover (elastic Horovod and a stopped "
+                            "worker) before ending it", commands="faults", type=float, default=120.0),
+    opt("--quick", help="np 2 only, defaults and probes only, small sizes, one round, no tuned runs and no "
+                        "end-to-end run (a smoke test: about a minute)", commands="bench", action="store_true"),
+    opt("--batch-size", help="samples per worker per step", commands="bench", type=int, default=Settings.batch_size),
+    opt("--threads", help="torch threads per worker", commands="bench", type=int, default=Settings.threads),
+    # No default for these: --quick has its own, shown in brackets.
+    opt("--steps", help=f"optimizer steps per overhead launch [{Settings.steps}; --quick {QUICK.steps}]",
+        commands="bench", type=int, default=argparse.SUPPRESS),
+    opt("--rounds", help=f"interleaved rounds of overhead launches [{Settings.rounds}; --quick {QUICK.rounds}]",
+        commands="bench", type=int, default=argparse.SUPPRESS),
+    opt("--sweep-rounds", help=f"blocks per sweep configuration [{Settings.sweep_rounds}; --quick "
+                               f"{QUICK.sweep_rounds}]", commands="bench", type=int, default=argparse.SUPPRESS),
+    opt("--skip", help=f"parts to leave out, from: {', '.join(PARTS)}", commands="bench", type=word_list,
+        default=[], metavar="PARTS"),
+    # --- k8s
+    opt("--image", help="the project's image (Dockerfile), pushed where the cluster pulls from", commands="k8s",
+        group=CLUSTER, required=True),
+    opt("--workers", help="pods per job", commands="k8s", group=CLUSTER, type=int, required=True),
+    opt("--gpus-per-worker", help="GPUs each pod asks for (with --device cuda)", commands="k8s", group=CLUSTER,
+        type=int, default=0),
+    opt("--procs-per-worker", help="training processes per pod (default: --gpus-per-worker, or 1 without GPUs)",
+        commands="k8s", group=CLUSTER, type=int),
+    opt("--name", help="prefix of the jobs' names", commands="k8s", group=CLUSTER, default="hvd-compare"),
+    opt("--results-claim", help="the PersistentVolumeClaim (ReadWriteMany) every training pod mounts at /results",
+        commands="k8s", group=CLUSTER, default="hvd-compare-results"),
+    opt("--results-size", help="its requested size", commands="k8s", group=CLUSTER, default="1Gi"),
+    opt("--storage-class", help="its storage class (default: the cluster's)", commands="k8s", group=CLUSTER),
+    opt("--trainjob-runtime", help="the ClusterTrainingRuntime the TrainJob runs on", commands="k8s", group=CLUSTER,
+        default="torch-distributed"),
+    opt("-o", "--output-dir", help="where the manifests go", commands="k8s", group=CLUSTER, type=Path,
+        default=Path("k8s")),
+    # --- import
+    opt("format", help="the log's format", commands="import", choices=IMPORT_FORMATS),
+    opt("source", help="the log file (TensorBoard: an event file or its directory)", commands="import", type=Path),
+    opt("--out", help="the run directory to write", commands="import", type=Path, required=True, metavar="DIR"),
+    opt("--framework", help="which framework made the run", commands="import",
+        choices=("horovod", "ddp", "unknown"), default="unknown"),
+    opt("--world-size", help="workers of the run (unknown: recorded as 1)", commands="import", type=int),
+    opt("--seed", help="the run's seed: check pairs runs by seed", commands="import", type=int, default=0),
+    opt("--global-batch", help="samples per optimizer step over all workers, when known", commands="import",
+        type=int),
+    opt("--option", help="an option of the run, recorded in run.json (repeatable), e.g. lr=0.05", commands="import",
+        action="append", default=[], metavar="KEY=VALUE"),
+    opt("--step-field", help="CSV column or JSON key of the step", commands="import", group=FIELDS, default="step"),
+    opt("--loss-field", help="column, key or scalar tag of the training loss (default: one named loss, train_loss, "
+                             "train/loss...)", commands="import", group=FIELDS),
+    opt("--lr-field", help="column, key or tag of the learning rate", commands="import", group=FIELDS),
+    opt("--eval-loss-field", help="column, key or tag of an evaluation loss", commands="import", group=FIELDS),
+    opt("--eval-accuracy-field", help="column, key or tag of an evaluation accuracy", commands="import",
+        group=FIELDS),
+    opt("--regex", help="a regular expression with named groups step and loss (and lr; epoch for a counter that "
+                        "restarts every epoch), searched in rank 0's lines (default: lines like 'step 10 ... loss "
+                        "0.52' or 'Train Epoch: 1 [640/60000 (1%)]  Loss: 0.31')", commands="import", group=TEXT),
+    opt("--eval-regex", help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
+                             "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%')",
+        commands="import", group=TEXT),
+    opt("--step-from", help="log: the step (and epoch) the line prints; order: the rank's matching lines numbered "
+                            "1, 2, 3...", commands="import", group=TEXT, choices=STEP_FROM, default="log"),
+    opt("--rank", help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
+                       "[default0]:)", commands="import", group=TEXT, type=int, default=0),
+)
+
+
+def options_of(command: str) -> list[Opt]:
+    return [o for o in OPTIONS if command in o.commands]
