@@ -1,3 +1,0 @@
-import horovod.torch as hvd
-hvd.init()
-print(hvd.rank())
