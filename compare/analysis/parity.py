@@ -305,14 +305,19 @@ def _share_in_gaps(steps: Sequence[int], gaps: Sequence[tuple[int, int]]) -> flo
     return inside / len(steps)
 
 
+def usual_spacing(steps: Sequence[int]) -> int:
+    """A side's logging interval: the most common gap between its (sorted) steps, the smaller where two tie."""
+    spacing = Counter(b - a for a, b in itertools.pairwise(steps))
+    return max(spacing, key=lambda d: (spacing[d], -d)) if spacing else 1
+
+
 def missing_ranges(mine: Sequence[int], other: Sequence[int]) -> list[tuple[int, int]]:
     """The stretches of `other`'s steps that `mine` lacks between two of its own steps further apart than its
     usual logging interval (the most common gap between its steps), as (first, last) of `other`'s steps. A side
     that logs every 10 steps has no gap where the other logs every step; one that lost steps 40-60 has."""
     if len(mine) < 2:
         return []
-    spacing = Counter(b - a for a, b in itertools.pairwise(mine))
-    usual = max(spacing, key=lambda d: (spacing[d], -d))
+    usual = usual_spacing(mine)
     ordered = sorted(other)
     found = []
     for low, high in itertools.pairwise(mine):

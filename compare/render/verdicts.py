@@ -75,6 +75,23 @@ def nonfinite_text(losses: dict, a: str, b: str) -> str:
     return f"the {display(first_name)} side's loss is {_spelled(first_value)} from step {first_step}{later}"
 
 
+def failed_alike_text(losses: dict, a: str, b: str) -> str:
+    """'the loss is NaN on both sides (Horovod and DDP) from step 50', with each side's step and value where they
+    differ ('+inf on the Horovod side from step 50, NaN on the DDP side from step 51')."""
+    (step_a, value_a), (step_b, value_b) = losses["nonfinite_a"], losses["nonfinite_b"]
+    first = min(step_a, step_b)
+    what = _spelled(value_a) if value_a == value_b else "non-finite"
+    text = f"the loss is {what} on both sides ({display(a)} and {display(b)}) from step {first}"
+    if (step_a, value_a) != (step_b, value_b):
+        text += (f" ({_spelled(value_a)} on the {display(a)} side from step {step_a}, {_spelled(value_b)} on the "
+                 f"{display(b)} side from step {step_b})")
+    return text
+
+
+FAILED_ALIKE = ("the runs failed alike: {what}, every step before within the band; they trained alike and failed "
+                "alike, but a run that failed cannot show parity")
+
+
 def rounding_text(losses: dict, a: str, b: str) -> str:
     """'the Horovod side's losses are printed in units of 0.001: half a unit of each side is allowed'."""
     parts = [f"the {display(name)} side's losses are printed in units of {losses[key]:g}"
@@ -82,6 +99,10 @@ def rounding_text(losses: dict, a: str, b: str) -> str:
     if not parts:
         return ""
     return "; ".join(parts) + ": half a unit in the last printed place of each side is allowed at every step"
+
+
+ONSET_TEXT = (": more than float chaos can grow from the steps before (the onset bound, docs/parity.md), however wide "
+              "the band has grown by this step")
 
 
 def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
@@ -95,12 +116,15 @@ def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
              "end points")
     printed = rounding_text(losses, a, b)
     span += f"; {printed}" if printed else ""
+    if seed.get("failed_alike") is not None:
+        return f"seed {seed['seed']}: {FAILED_ALIKE.format(what=failed_alike_text(losses, a, b))}; {span}"
     if losses["first_divergence_step"] is not None:
         gap = losses["first_divergence_gap"]
         at = losses["first_divergence_step"]
         blown = losses.get("nonfinite_step") == at
         size = nonfinite_text(losses, a, b) if blown else \
-            f"relative difference {gap:.2e} > tolerance {num(losses['tolerance_at_divergence'], '.2e')}"
+            f"relative difference {gap:.2e} > tolerance {num(losses['tolerance_at_divergence'], '.2e')}" + \
+            (ONSET_TEXT if losses.get("onset_caught") else "")
         return f"seed {seed['seed']}: diverges at step {at} ({size}); {span}"
     bad = next((e for e in seed["evals"] if not e["passed"]), None)
     if bad is not None:
@@ -137,6 +161,15 @@ def comparison_summary(comparison: dict) -> str:
         jobs = [d for d in comparison["job"]["differences"] if d["kind"] == "job"]
         return "different jobs: " + ", ".join(f"{d['name']} {d['a']} vs {d['b']}" for d in jobs)
     seeds = comparison["seeds"]
+    alike = [s for s in seeds if s.get("failed_alike") is not None]
+    if outcome == "undecided" and alike:
+        texts: dict[str, list[str]] = {}
+        for s in alike:
+            text = failed_alike_text(s["losses"], comparison["a"], comparison["b"])
+            texts.setdefault(text, []).append(str(s["seed"]))
+        what = "; ".join(f"{text} (seed{'s' if len(found) > 1 else ''} {', '.join(found)})"
+                         for text, found in texts.items())
+        return FAILED_ALIKE.format(what=what)
     if outcome == "fails":
         first = comparison["first_divergence"]
         if first is not None:
