@@ -57,6 +57,7 @@ def test_a_late_learning_rate_jump_in_a_long_real_run_fails_at_its_step(capsys):
     assert code == 1, out
     assert "parity fails: diverges at step 1501 (seed 0)" in out
     assert "more than float chaos can grow from the steps before (the onset bound" in out
+    assert "no --calibration" not in out  # a jump no chaos makes is a finding, calibrated or not
 
 
 def test_a_long_identical_but_chaotic_real_pair_is_not_flagged(capsys):

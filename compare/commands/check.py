@@ -93,7 +93,9 @@ def main(ns: argparse.Namespace) -> int:
         print(end_point_line(name, end_point))
     for cause in cause_lines([cause.to_dict() for cause in likely_causes(verdict)]):
         print(f"likely cause: {cause}")
-    if verdict.outcome == "fails" and band.source == "default" and any(not s.losses.passed for s in verdict.seeds):
+    # a divergence beyond the onset bound is a jump no float chaos makes: a finding with or without calibration
+    if verdict.outcome == "fails" and band.source == "default" and \
+            any(not s.losses.passed and not s.losses.onset_caught for s in verdict.seeds):
         print(UNCALIBRATED_FAILS)
     print(f"{OUTCOME_WORDS[verdict.outcome]}: {comparison_summary(result)}")
     return PARITY_EXIT[verdict.outcome]

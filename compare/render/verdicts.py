@@ -5,7 +5,7 @@ Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis sto
 
 from __future__ import annotations
 
-from compare.analysis.parity import ATOL, GAPS_UNDECIDED, SATURATION, STEP_K, STEP_RTOL
+from compare.analysis.parity import ATOL, GAPS_UNDECIDED, ONSET_BURST, ONSET_DECADE_STEPS, SATURATION, STEP_K, STEP_RTOL
 from compare.names import display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 from compare.render.causes import cause_lines
@@ -14,15 +14,21 @@ OUTCOME_WORDS = {"holds": "parity holds", "fails": "parity fails", "undecided": 
                  "different jobs": "different jobs"}
 
 
+ONSET_WORDS = (f"; at every step, never more than float chaos can grow from the steps before (the onset bound: "
+               f"{ONSET_BURST:g}x their running maximum, then tenfold every {ONSET_DECADE_STEPS:g} steps since the "
+               "last one")
+
+
 def band_text(band: dict) -> str:
     """The step-wise tolerance and where it came from."""
     floor = f"relative loss difference <= {band['rtol']:g} (below {ATOL:g} absolute never counts)"
     if band["source"] == "calibrated":
         return (f"{floor}, or {band['safety']:g}x the divergence of a calibration pair of this job where that is "
-                f"wider, from step 1 (calibrated: {band['detail']})")
+                f"wider, from step 1 (calibrated: {band['detail']}){ONSET_WORDS}, or the calibration pair's own "
+                "growth there)")
     precision = f"; {band['detail']}" if band.get("detail") else ""
     return (f"{floor} over the first {band['k']} steps, then growing tenfold every {band['decade_steps']:g} steps "
-            f"(the documented default, docs/parity.md; `compare run` calibrates instead){precision}")
+            f"(the documented default, docs/parity.md; `compare run` calibrates instead){precision}{ONSET_WORDS})")
 
 
 def job_lines(comparison: dict) -> list[str]:
@@ -267,9 +273,11 @@ def method_text() -> str:
             "data world size, global batch, workload, steps; framework, launcher, backend and tuning knobs may "
             "differ; versions are warned about). Then every common step, paired by step number, must stay within "
             f"the band: {STEP_RTOL:g} for the first {STEP_K} steps, then the growth that a change known not to "
-            "change the job shows on this job; evaluations are paired the same way. Where the band keeps its power "
-            "to the last step the end points are judged by it; otherwise by two one-sided tests over seeds, "
-            "paired by seed, against a margin fixed beforehand. Undecided is its own outcome (exit 4).")
+            "change the job shows on this job, and at no step more than float chaos can grow from the steps "
+            "before it (a late jump is a divergence at its step); evaluations are paired the same way. Where the "
+            "band keeps its power to the last step the end points are judged by it; otherwise by two one-sided "
+            "tests over seeds, paired by seed, against a margin fixed beforehand. Undecided is its own outcome "
+            "(exit 4): also where both sides' runs failed alike (non-finite from the same step).")
 
 
 def parity_blocks(analysis: dict) -> list[Block]:
