@@ -106,7 +106,8 @@ def chaotic(a: np.ndarray, seed: int, decade_steps: float, onset: int, start: fl
     """`a` with float chaos on it: a relative gap of `start` that from step `onset` grows tenfold every
     `decade_steps` steps until the runs have parted (`parted` per step), times a normal draw at every step."""
     rng = np.random.default_rng(seed)
-    envelope = np.minimum(parted, start * 10 ** (np.maximum(0, np.arange(1, a.size + 1) - onset) / decade_steps))
+    grown = math.log10(start) + np.maximum(0, np.arange(1, a.size + 1) - onset) / decade_steps
+    envelope = 10.0 ** np.minimum(math.log10(parted), grown)
     return a * (1 + envelope * rng.standard_normal(a.size))
 
 
