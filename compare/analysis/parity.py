@@ -5,7 +5,9 @@
   near float32 resolution and grows through training (float chaos), so the tolerance at a step comes from a
   band: a tight floor (`rtol`), widened by how fast a change known not to change the job grows on this
   workload (a calibration pair), or by a documented default growth. Once the band reaches SATURATION the
-  step-wise level has no power left; the statistical level takes over.
+  step-wise level has no power left against slow drifts; the statistical level takes over. At every step, late
+  ones too, the onset bound also holds: float chaos grows a difference out of the one before it at a bounded
+  rate, so a step beyond what it can grow from the running maximum before it is a divergence there.
 - Statistical: over seeds, paired by seed, each end point (final training loss, eval loss, eval accuracy)
   is tested for equivalence (two one-sided tests) against a margin fixed before the data are seen: given by
   the user, or the documented default. Outcomes: equivalent, differs, undecided.
