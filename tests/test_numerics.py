@@ -70,20 +70,21 @@ def nan_from(step: int):
 
 
 def test_both_sides_nan_from_step_50_is_never_holds_and_names_it(tmp_path, capsys):
+    """They trained alike and failed alike (issue 43): undecided, naming the step and both sides; never "fails"."""
     a, b = pair(tmp_path, nan_from(50), nan_from(50), seeds=(0, 1))
     code, out = check(capsys, a, b)
-    assert code == 1, out
-    assert "both sides' loss is NaN from step 50: both diverged there" in out
-    assert "parity fails: diverges at step 50" in out
-    assert "on both sides from step 50" in out  # the likely cause says both
+    assert code == 4, out
+    assert f"parity undecided: the runs failed alike: the loss is NaN on both sides ({a} and {b}) from step 50 " \
+           "(seeds 0, 1)" in out, out
+    assert "parity fails" not in out and "parity holds" not in out
 
 
-def test_both_sides_nan_fails_without_end_points_too(tmp_path):
+def test_both_sides_nan_is_undecided_without_end_points_too(tmp_path):
     """`compare matrix` and the comparisons with the reference judge without end points: NaN there too."""
     a, b = pair(tmp_path, nan_from(50), nan_from(50))
     verdict = judge(group_by_seed([load_run(a / "seed-0")], "a"), group_by_seed([load_run(b / "seed-0")], "b"),
                     band=Band("default"), with_end_points=False)
-    assert verdict.outcome == "fails" and verdict.seeds[0].losses.first_divergence_step == 50
+    assert verdict.outcome == "undecided" and verdict.seeds[0].failed_alike == 50
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["NaN tokens", "strict nulls"])
@@ -103,7 +104,10 @@ def test_infinities_never_agree(tmp_path, capsys, va, vb):
     b = copy_run("base-s0", tmp_path / "ddp", framework="ddp", strict=True, loss=lambda s, v: vb if s >= 40 else v)
     assert load_run(a).loss_by_step[40] == va
     code, out = check(capsys, a, b)
-    assert code == 1 and "diverges at step 40" in out, out
+    # both sides failed from step 40: never "holds", and each side's value is named as it was recorded
+    assert code == 4 and "on both sides" in out and "from step 40" in out, out
+    if va != vb:
+        assert f"+inf on the {a} side from step 40, {'-inf' if vb < 0 else 'NaN'} on the {b} side" in out, out
 
 
 def test_a_run_that_diverged_is_judged_not_refused(tmp_path, capsys):

@@ -162,7 +162,9 @@ def likely_causes(verdict: ParityVerdict) -> list[Cause]:
     exact = exact_onset(first[1]) if first and not verdict.reduced_precision else None
     losses = first[1].losses if first else None
     gap, tolerance = (losses.first_divergence_gap, losses.tolerance_at_divergence) if losses else (None, None)
-    small_gap = bool(gap is not None and tolerance and math.isfinite(gap) and gap < SMALL_GAP * tolerance)
+    # A gap beyond the onset bound is a jump out of the difference before it, however close to the bound
+    small_gap = bool(gap is not None and tolerance and math.isfinite(gap) and gap < SMALL_GAP * tolerance
+                     and not losses.onset_caught)
     causes = [exact] if exact else []  # bit-identical up to the divergence: no float-noise cause fits
     causes += record_causes(verdict.job, noise_fits=not exact and (gap is None or small_gap))
     if first is None:

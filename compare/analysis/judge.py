@@ -3,7 +3,9 @@
 Order of judgement:
 1. the same job? (compare/analysis/jobs.py) - if not, the verdict is "different jobs";
 2. every common step, paired by step number, within the band (compare/analysis/parity.py); evaluations
-   paired by step the same way; a non-finite loss on one side fails where it appears;
+   paired by step the same way; a non-finite loss on one side fails where it appears; both sides non-finite
+   from the same step (within one logging interval), every step and evaluation before it agreeing, is a run
+   that failed alike: undecided, never "holds" (nothing after it can be compared) nor "fails" (they agreed);
 3. the end points (final loss, eval loss, eval accuracy): judged step by step where the band kept its power
    to the last step and is there no wider than the end point's margin; otherwise by the paired equivalence
    test over seeds, against a margin fixed beforehand.
@@ -32,6 +34,7 @@ from compare.analysis.parity import (
     precision_floor,
     relative_difference,
     stepwise,
+    usual_spacing,
 )
 from compare.analysis.records import RecordError, RunRecord, jsonable
 from compare.analysis.rounding import printed_units
@@ -65,6 +68,7 @@ class SeedVerdict:
     at_epoch_boundary: bool = False  # the first divergence is the first step of an epoch
     evals_only_a: list[int] = field(default_factory=list)  # steps inside the common range evaluated on a only
     evals_only_b: list[int] = field(default_factory=list)
+    failed_alike: int | None = None  # both sides non-finite from this step on, all before it agreeing
 
     @property
     def passed(self) -> bool:
@@ -92,6 +96,8 @@ class ParityVerdict:
         """(step, seed verdict) of the earliest failing step or evaluation over seeds."""
         found = []
         for seed in self.seeds:
+            if seed.failed_alike is not None:
+                continue  # not a divergence: both sides failed there
             if seed.losses.first_divergence_step is not None:
                 found.append((seed.losses.first_divergence_step, seed))
             elif (bad := seed.first_eval_divergence) is not None:
@@ -165,6 +171,18 @@ def compare_evals(a: RunRecord, b: RunRecord, band: Band) -> list[EvalComparison
     return found
 
 
+def failed_alike(losses: StepwiseResult, evals: list[EvalComparison]) -> int | None:
+    """The step from which both sides' loss is non-finite, where they went so within one logging interval of each
+    other and every step and evaluation before agreed; else None (one side only, far apart, or a divergence
+    first: that fails)."""
+    if losses.nonfinite_a is None or losses.nonfinite_b is None:
+        return None
+    first, last = sorted((losses.nonfinite_a[0], losses.nonfinite_b[0]))
+    if last - first > usual_spacing(losses.steps) or losses.first_divergence_step != first:
+        return None
+    return first if all(e.passed for e in evals if e.step < first) else None
+
+
 def judge_seed(seed: int, a: RunRecord, b: RunRecord, band: Band) -> SeedVerdict:
     losses = stepwise(a.loss_by_step, b.loss_by_step, band=band)
     if losses.n_common < MIN_OVERLAP:
@@ -174,8 +192,9 @@ def judge_seed(seed: int, a: RunRecord, b: RunRecord, band: Band) -> SeedVerdict
     boundary = at is not None and (at in a.epoch_starts or at in b.epoch_starts)
     evaluated = [{int(e["step"]) for e in run.evals if losses.first_step <= int(e["step"]) <= losses.last_step}
                  for run in (a, b)]
-    return SeedVerdict(seed, losses, compare_evals(a, b, band), boundary,
-                       sorted(evaluated[0] - evaluated[1]), sorted(evaluated[1] - evaluated[0]))
+    evals = compare_evals(a, b, band)
+    return SeedVerdict(seed, losses, evals, boundary, sorted(evaluated[0] - evaluated[1]),
+                       sorted(evaluated[1] - evaluated[0]), failed_alike(losses, evals))
 
 
 def _span(run: RunRecord) -> str:
@@ -261,9 +280,10 @@ def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None =
     end_points: dict[str, EquivalenceResult] = {}
     evaluated = {name for name, group in ((a_name, a), (b_name, b)) if any(group[s].evals for s in common)}
     if with_end_points:
+        judged = [s.seed for s in seeds if s.failed_alike is None]  # a run that failed has no end points to test
         for name, read in END_POINTS.items():
-            a_values = {s: read(a[s]) for s in common if read(a[s]) is not None}
-            b_values = {s: read(b[s]) for s in common if read(b[s]) is not None}
+            a_values = {s: read(a[s]) for s in judged if read(a[s]) is not None}
+            b_values = {s: read(b[s]) for s in judged if read(b[s]) is not None}
             if not (a_values and b_values):
                 continue  # on neither side, or on one side only (named: evaluated_only)
             if all(s.losses.full_power for s in seeds) and all(s.passed for s in seeds) and \
@@ -285,8 +305,11 @@ def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None =
 def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, EquivalenceResult]) -> str:
     if not job.same_job:
         return "different jobs"
-    if not all(s.passed for s in seeds) or any(r.outcome == "differs" for r in end_points.values()):
+    if not all(s.passed or s.failed_alike is not None for s in seeds) or \
+            any(r.outcome == "differs" for r in end_points.values()):
         return "fails"
+    if any(s.failed_alike is not None for s in seeds):
+        return "undecided"  # they trained alike and failed alike: a failed run cannot show parity
     if any(r.outcome == "undecided" for r in end_points.values()) or any(s.losses.too_gappy for s in seeds):
         return "undecided"
     if not end_points and not all(s.losses.full_power for s in seeds):

@@ -5,7 +5,9 @@
   near float32 resolution and grows through training (float chaos), so the tolerance at a step comes from a
   band: a tight floor (`rtol`), widened by how fast a change known not to change the job grows on this
   workload (a calibration pair), or by a documented default growth. Once the band reaches SATURATION the
-  step-wise level has no power left; the statistical level takes over.
+  step-wise level has no power left against slow drifts; the statistical level takes over. At every step, late
+  ones too, the onset bound also holds: float chaos grows a difference out of the one before it at a bounded
+  rate, so a step beyond what it can grow from the running maximum before it is a divergence there.
 - Statistical: over seeds, paired by seed, each end point (final training loss, eval loss, eval accuracy)
   is tested for equivalence (two one-sided tests) against a margin fixed before the data are seen: given by
   the user, or the documented default. Outcomes: equivalent, differs, undecided.
@@ -84,6 +86,25 @@ def precision_floor(formats: set[str]) -> tuple[float, str] | None:
                    f"{UNIT_ROUNDOFF[widest]:.2g} x {PRECISION_FACTOR:g} (docs/parity.md)")
 
 
+ONSET_BURST = 100.0
+"""How far above the running maximum of the steps before it one step's relative difference may stand and still be
+float chaos, on top of the growth below: a step's gap scatters around its chaos envelope (a normal draw's 4 sigma
+against a running maximum near 1 sigma), and chaos jumps: the digits reference's one-ulp pair went from 7e-7 at
+step 7 to 2e-5 at step 9 (28x in 2 steps), the fastest single-step rise measured here apart from the first
+steps (resnet: 1e-7 at step 2, 4e-5 at 3), which the floor covers (docs/parity.md, "Onset")."""
+
+ONSET_DECADE_STEPS = 3.0
+"""The fastest sustained growth of float chaos the onset bound allows without a calibration: tenfold every 3 steps.
+Measured fastest here: tenfold every 4-5 steps (digits at np 4, its one-ulp pairs from step 35-40)."""
+
+ONSET_START = 1e-7
+"""The difference the onset bound grows from where the steps before were equal (or closer than this): float32
+resolution, since losses equal as recorded may come from weights an ulp or so apart."""
+
+ONSET_WINDOW = 2
+"""Steps either side of an interval over which a calibration pair's own growth is read: the compared pair may
+enter a growth phase a step or two before the calibration pair does (measured: Horovod's fusion timing)."""
+
 SATURATION = 0.05
 """A band this wide (5% relative) no longer tells a bug from chaos: the step-wise level stops there."""
 
@@ -135,8 +156,46 @@ class Band:
             return self.rtol
         return _grown(self.rtol, step - self.k, self.decade_steps)
 
+    def growth(self, prev: int, step: int) -> float:
+        """log10 of how far float chaos may grow a relative difference from step `prev` to `step`: the assumed
+        bound (ONSET_BURST, then tenfold every ONSET_DECADE_STEPS), or the calibration pair's own growth over
+        the interval widened by ONSET_WINDOW where that is faster (a pair that jumps there lets the compared
+        pair jump with it)."""
+        assumed = math.log10(ONSET_BURST) + (step - prev) / ONSET_DECADE_STEPS
+        steps = self._envelope_steps
+        if self.source != "calibrated" or not steps or prev - ONSET_WINDOW > steps[-1]:
+            return assumed
+        low = self._running(prev - ONSET_WINDOW)
+        high = self._running(step + ONSET_WINDOW)
+        if high <= 0.0:
+            return assumed
+        return math.inf if low <= 0.0 else max(assumed, math.log10(ONSET_BURST * high / low))
+
+    def _running(self, step: int) -> float:
+        """The calibration pair's running maximum at `step` (0 before its first step)."""
+        steps = self._envelope_steps
+        at = bisect.bisect_right(steps, step)
+        return self.envelope[steps[at - 1]] if at else 0.0
+
+    def onset_limit(self, worst: float, prev: int, step: int) -> float:
+        """The widest relative difference float chaos can reach at `step` from `worst`, the running maximum of
+        the difference up to step `prev` (the last common step before): never below the floor."""
+        exponent = math.log10(max(worst, ONSET_START)) + self.growth(prev, step)
+        return BAND_CEILING if exponent >= math.log10(BAND_CEILING) else max(self.rtol, 10.0 ** exponent)
+
     def to_dict(self) -> dict:
         return jsonable(dataclasses.asdict(self))
+
+
+def onset_limits(steps: Sequence[int], rel: Sequence[float], band: Band) -> list[float]:
+    """At each common step, the onset bound: how wide float chaos could have grown the difference from the
+    running maximum of those before it (the first step has none before it: only the band applies there)."""
+    limits, worst = [BAND_CEILING] if steps else [], 0.0
+    for i in range(1, len(steps)):
+        if math.isfinite(rel[i - 1]):
+            worst = max(worst, rel[i - 1])
+        limits.append(band.onset_limit(worst, steps[i - 1], steps[i]))
+    return limits
 
 
 def _grown(start: float, steps: float, decade_steps: float) -> float:
@@ -219,7 +278,9 @@ class StepwiseResult:
     missing_fraction: float = 0.0  # the larger side's share of the other's steps that fall in its gaps
     steps: list[int] = field(default_factory=list)
     rel_diffs: list[float] = field(default_factory=list)
-    tolerances: list[float] = field(default_factory=list)
+    tolerances: list[float] = field(default_factory=list)  # the band's, by step number (its power: judged_until)
+    onset: list[float] = field(default_factory=list)  # the onset bound: chaos grown from the steps before
+    onset_caught: bool = False  # the first divergence exceeded the onset bound, within the band's own tolerance
     reason: str | None = None
 
     @property
@@ -246,14 +307,19 @@ def _share_in_gaps(steps: Sequence[int], gaps: Sequence[tuple[int, int]]) -> flo
     return inside / len(steps)
 
 
+def usual_spacing(steps: Sequence[int]) -> int:
+    """A side's logging interval: the most common gap between its (sorted) steps, the smaller where two tie."""
+    spacing = Counter(b - a for a, b in itertools.pairwise(steps))
+    return max(spacing, key=lambda d: (spacing[d], -d)) if spacing else 1
+
+
 def missing_ranges(mine: Sequence[int], other: Sequence[int]) -> list[tuple[int, int]]:
     """The stretches of `other`'s steps that `mine` lacks between two of its own steps further apart than its
     usual logging interval (the most common gap between its steps), as (first, last) of `other`'s steps. A side
     that logs every 10 steps has no gap where the other logs every step; one that lost steps 40-60 has."""
     if len(mine) < 2:
         return []
-    spacing = Counter(b - a for a, b in itertools.pairwise(mine))
-    usual = max(spacing, key=lambda d: (spacing[d], -d))
+    usual = usual_spacing(mine)
     ordered = sorted(other)
     found = []
     for low, high in itertools.pairwise(mine):
@@ -276,9 +342,13 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
     allowance = slack(units_a, units_b, common)
     rel = [relative_difference(a[s], b[s], allowance.get(s, 0.0)) for s in common]
     tol = [band.tolerance(s) for s in common]
+    onset = onset_limits(common, rel, band)
     worst = int(np.argmax(rel))
     judged = [s for s, t in zip(common, tol, strict=True) if t < SATURATION]
-    over = [i for i, (r, t) in enumerate(zip(rel, tol, strict=True)) if r > t and t < SATURATION]
+    # Beyond the band (while it has power), or beyond what float chaos can grow from the steps before, however
+    # late: a jump out of a small difference is a divergence at its step even where the band has saturated.
+    over = [i for i, (r, t, o) in enumerate(zip(rel, tol, onset, strict=True))
+            if (r > t and t < SATURATION) or r > o]
     nonfinite_a, nonfinite_b = nonfinite_from(a, common), nonfinite_from(b, common)
     nonfinite = min((found[0] for found in (nonfinite_a, nonfinite_b) if found), default=None)
     first = over[0] if over else None
@@ -291,7 +361,7 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
         first_step=common[0], last_step=common[-1], max_rel_diff=rel[worst], max_at_step=common[worst],
         first_divergence_step=common[first] if first is not None else nonfinite,
         first_divergence_gap=rel[first] if first is not None else (math.inf if nonfinite is not None else None),
-        tolerance_at_divergence=tol[first] if first is not None else None,
+        tolerance_at_divergence=_limit(tol[first], onset[first]) if first is not None else None,
         abs_gap_at_first_divergence=abs(a[common[first]] - b[common[first]]) if first is not None else None,
         nonfinite_step=nonfinite, nonfinite_a=nonfinite_a, nonfinite_b=nonfinite_b,
         rounding_a=coarsest(units_a), rounding_b=coarsest(units_b),
@@ -299,7 +369,13 @@ def stepwise(a_losses: Mapping[int, float] | Sequence[float], b_losses: Mapping[
         judged_until=judged[-1] if judged else None,
         identical_through=common[equal - 1] if equal else None,
         missing_a=missing_a, missing_b=missing_b, missing_fraction=fraction,
-        steps=common, rel_diffs=rel, tolerances=tol)
+        steps=common, rel_diffs=rel, tolerances=tol, onset=onset,
+        onset_caught=first is not None and math.isfinite(rel[first]) and not (rel[first] > tol[first] < SATURATION))
+
+
+def _limit(tolerance: float, onset: float) -> float:
+    """The tolerance a step was held to: the band's while it has power, and never above the onset bound."""
+    return min(tolerance, onset) if tolerance < SATURATION else onset
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis sto
 
 from __future__ import annotations
 
-from compare.analysis.parity import ATOL, GAPS_UNDECIDED, SATURATION, STEP_K, STEP_RTOL
+from compare.analysis.parity import ATOL, GAPS_UNDECIDED, ONSET_BURST, ONSET_DECADE_STEPS, SATURATION, STEP_K, STEP_RTOL
 from compare.names import Parity, display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 from compare.render.causes import cause_lines
@@ -13,15 +13,21 @@ from compare.render.causes import cause_lines
 OUTCOME_WORDS = {outcome.value: outcome.words for outcome in Parity}  # the words' home: compare/names.py
 
 
+ONSET_WORDS = (f"; at every step, never more than float chaos can grow from the steps before (the onset bound: "
+               f"{ONSET_BURST:g}x their running maximum, then tenfold every {ONSET_DECADE_STEPS:g} steps since the "
+               "last one")
+
+
 def band_text(band: dict) -> str:
     """The step-wise tolerance and where it came from."""
     floor = f"relative loss difference <= {band['rtol']:g} (below {ATOL:g} absolute never counts)"
     if band["source"] == "calibrated":
         return (f"{floor}, or {band['safety']:g}x the divergence of a calibration pair of this job where that is "
-                f"wider, from step 1 (calibrated: {band['detail']})")
+                f"wider, from step 1 (calibrated: {band['detail']}){ONSET_WORDS}, or the calibration pair's own "
+                "growth there)")
     precision = f"; {band['detail']}" if band.get("detail") else ""
     return (f"{floor} over the first {band['k']} steps, then growing tenfold every {band['decade_steps']:g} steps "
-            f"(the documented default, docs/parity.md; `compare run` calibrates instead){precision}")
+            f"(the documented default, docs/parity.md; `compare run` calibrates instead){precision}{ONSET_WORDS})")
 
 
 def job_lines(comparison: dict) -> list[str]:
@@ -74,6 +80,23 @@ def nonfinite_text(losses: dict, a: str, b: str) -> str:
     return f"the {display(first_name)} side's loss is {_spelled(first_value)} from step {first_step}{later}"
 
 
+def failed_alike_text(losses: dict, a: str, b: str) -> str:
+    """'the loss is NaN on both sides (Horovod and DDP) from step 50', with each side's step and value where they
+    differ ('+inf on the Horovod side from step 50, NaN on the DDP side from step 51')."""
+    (step_a, value_a), (step_b, value_b) = losses["nonfinite_a"], losses["nonfinite_b"]
+    first = min(step_a, step_b)
+    what = _spelled(value_a) if value_a == value_b else "non-finite"
+    text = f"the loss is {what} on both sides ({display(a)} and {display(b)}) from step {first}"
+    if (step_a, value_a) != (step_b, value_b):
+        text += (f" ({_spelled(value_a)} on the {display(a)} side from step {step_a}, {_spelled(value_b)} on the "
+                 f"{display(b)} side from step {step_b})")
+    return text
+
+
+FAILED_ALIKE = ("the runs failed alike: {what}, every step before within the band; they trained alike and failed "
+                "alike, but a run that failed cannot show parity")
+
+
 def rounding_text(losses: dict, a: str, b: str) -> str:
     """'the Horovod side's losses are printed in units of 0.001: half a unit of each side is allowed'."""
     parts = [f"the {display(name)} side's losses are printed in units of {losses[key]:g}"
@@ -81,6 +104,10 @@ def rounding_text(losses: dict, a: str, b: str) -> str:
     if not parts:
         return ""
     return "; ".join(parts) + ": half a unit in the last printed place of each side is allowed at every step"
+
+
+ONSET_TEXT = (": more than float chaos can grow from the steps before (the onset bound, docs/parity.md), however wide "
+              "the band has grown by this step")
 
 
 def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
@@ -94,12 +121,15 @@ def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
              "end points")
     printed = rounding_text(losses, a, b)
     span += f"; {printed}" if printed else ""
+    if seed.get("failed_alike") is not None:
+        return f"seed {seed['seed']}: {FAILED_ALIKE.format(what=failed_alike_text(losses, a, b))}; {span}"
     if losses["first_divergence_step"] is not None:
         gap = losses["first_divergence_gap"]
         at = losses["first_divergence_step"]
         blown = losses.get("nonfinite_step") == at
         size = nonfinite_text(losses, a, b) if blown else \
-            f"relative difference {gap:.2e} > tolerance {num(losses['tolerance_at_divergence'], '.2e')}"
+            f"relative difference {gap:.2e} > tolerance {num(losses['tolerance_at_divergence'], '.2e')}" + \
+            (ONSET_TEXT if losses.get("onset_caught") else "")
         return f"seed {seed['seed']}: diverges at step {at} ({size}); {span}"
     bad = next((e for e in seed["evals"] if not e["passed"]), None)
     if bad is not None:
@@ -136,6 +166,15 @@ def comparison_summary(comparison: dict) -> str:
         jobs = [d for d in comparison["job"]["differences"] if d["kind"] == "job"]
         return "different jobs: " + ", ".join(f"{d['name']} {d['a']} vs {d['b']}" for d in jobs)
     seeds = comparison["seeds"]
+    alike = [s for s in seeds if s.get("failed_alike") is not None]
+    if outcome == "undecided" and alike:
+        texts: dict[str, list[str]] = {}
+        for s in alike:
+            text = failed_alike_text(s["losses"], comparison["a"], comparison["b"])
+            texts.setdefault(text, []).append(str(s["seed"]))
+        what = "; ".join(f"{text} (seed{'s' if len(found) > 1 else ''} {', '.join(found)})"
+                         for text, found in texts.items())
+        return FAILED_ALIKE.format(what=what)
     if outcome == "fails":
         first = comparison["first_divergence"]
         if first is not None:
@@ -233,9 +272,11 @@ def method_text() -> str:
             "data world size, global batch, workload, steps; framework, launcher, backend and tuning knobs may "
             "differ; versions are warned about). Then every common step, paired by step number, must stay within "
             f"the band: {STEP_RTOL:g} for the first {STEP_K} steps, then the growth that a change known not to "
-            "change the job shows on this job; evaluations are paired the same way. Where the band keeps its power "
-            "to the last step the end points are judged by it; otherwise by two one-sided tests over seeds, "
-            "paired by seed, against a margin fixed beforehand. Undecided is its own outcome (exit 4).")
+            "change the job shows on this job, and at no step more than float chaos can grow from the steps "
+            "before it (a late jump is a divergence at its step); evaluations are paired the same way. Where the "
+            "band keeps its power to the last step the end points are judged by it; otherwise by two one-sided "
+            "tests over seeds, paired by seed, against a margin fixed beforehand. Undecided is its own outcome "
+            "(exit 4): also where both sides' runs failed alike (non-finite from the same step).")
 
 
 def parity_blocks(analysis: dict) -> list[Block]:
