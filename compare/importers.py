@@ -40,6 +40,10 @@ class Series:
     # the last value is kept
     repeated: list[tuple[str, float, float]] = field(default_factory=list)
     fields: dict[str, str] = field(default_factory=dict)  # which column / tag / key became which value
+    # where a run resumed from a checkpoint printed steps again (text logs without rank prefixes): each
+    # {"step", "line", "steps_printed_again", "through"}, the steps as the log numbers them
+    restarts: list[dict] = field(default_factory=list)
+    on_restart: str = "keep-last"  # which values those steps kept
     notes: list[str] = field(default_factory=list)  # what the reader read differently or left out, for the screen
 
     def add_step(self, step: int, values: dict) -> None:
@@ -65,6 +69,7 @@ class Fields:
     rank: int = 0  # text logs: whose lines count
     step_from: str = "log"  # text logs: "log" (the step and epoch groups) or "order"
     batch: int | None = None  # text logs: one rank's batch (--global-batch / --world-size), for sample counters
+    on_restart: str = "keep-last"  # text logs: a resumed run's steps printed again keep the last or first values
 
 
 def _number(text: object, where: str, what: str) -> float:
@@ -186,11 +191,14 @@ def read_text(text: str, path: Path, fields: Fields) -> Series:
     """One rank's loss lines (compare/loss_lines.py: launcher prefixes, glued lines, epoch counters)."""
     try:
         log = read_loss_log(text, train=fields.regex, evaluation=fields.eval_regex, rank=fields.rank,
-                            step_from=fields.step_from, where=str(path), batch=fields.batch)
+                            step_from=fields.step_from, where=str(path), batch=fields.batch,
+                            on_restart=fields.on_restart)
     except LossLogError as exc:
         raise LogFormatError(str(exc)) from None
     series = Series(fields={"format": log.format, "regex": log.pattern, "steps": log.step_rule,
-                            "rank": str(fields.rank)}, repeated=log.repeated, notes=log.notes)
+                            "rank": str(fields.rank)}, repeated=log.repeated, notes=log.notes,
+                    restarts=[{"step": r.step, "line": r.spot, "steps_printed_again": r.again, "through": r.through}
+                              for r in log.restarts], on_restart=log.on_restart)
     series.steps, series.evals = log.steps, log.evals
     return series
 
@@ -300,6 +308,10 @@ def build_record(series: Series, *, kind: str, source: Path, digest: str, framew
             "imported_at": imported_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "step_offset": offset, "steps_logged_every": gaps[0] if len(gaps) == 1 else None if gaps else 1,
             "steps_logged_twice": len(series.repeated), "unknown": unknown,
+            # a run resumed from a checkpoint: where, and which values its steps printed again kept
+            "restarts": [{**r, "step": r["step"] + offset, "through": r["through"] + offset}
+                         for r in series.restarts],
+            "on_restart": series.on_restart,
             # the coarsest unit in the last printed place of each value, as the log printed it (None:
             # unrounded); the parity judge allows half of it (docs/parity.md, "Printed rounding")
             "printed_resolution": printed_resolution(series),
