@@ -22,13 +22,15 @@ from workload.record_format import write_metrics, write_run_json
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "import", help="a run record from an existing log (TensorBoard, CSV, JSON lines, text)",
+        "import", help="a run record from an existing log (TensorBoard, CSV, JSON lines, text, MLflow)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Turn the log of a run made elsewhere into a run record that `compare check` and "
                     "`compare report` read. What the log cannot tell (step times, the global batch, the "
                     "machine) is left empty and listed in run.json's \"imported\" entry.")
     parser.add_argument("format", choices=FORMATS, help="the log's format")
-    parser.add_argument("source", type=Path, help="the log file (TensorBoard: an event file or its directory)")
+    parser.add_argument("source", type=Path, help="the log file (TensorBoard: an event file or its directory; "
+                                                  "MLflow: the run directory mlruns/<experiment>/<run> or its "
+                                                  "metrics directory)")
     parser.add_argument("--out", type=Path, required=True, help="the run directory to write")
     parser.add_argument("--framework", choices=["horovod", "ddp", "unknown"], default="unknown",
                         help="which framework made the run")

@@ -37,14 +37,17 @@ def key_values(text: str) -> tuple[dict | None, dict | None]:
         for found in PAIR.finditer(field):
             values.setdefault(" ".join(found["key"].lower().replace("_", " ").split()), found["value"])
     # a step name ends its key: Megatron's "validation loss at iteration 20"
-    step = next((value for name in STEP_NAMES for key, value in values.items()
-                 if key == name or key.endswith(" " + name)), None)
-    if step is None:
+    named = next(((name, value) for name in STEP_NAMES for key, value in values.items()
+                  if key == name or key.endswith(" " + name)), None)
+    if named is None:
+        return None, None
+    counter, step = named
+    if not step.isdigit():  # "step 5.5": no step of a training line
         return None, None
     if re.search(KEY_VALUE_EVAL, text):
         loss = values.get("lm loss value", values.get("loss value", values.get("loss")))
         return None, ({"eval_loss": float(loss), "step": int(step)} if loss is not None else None)
-    if any(EPOCH_FIELD.match(field) for field in fields):  # fairseq's end-of-epoch mean
+    if counter == "num updates" and any(EPOCH_FIELD.match(field) for field in fields):  # fairseq's epoch mean
         return None, None
     loss = next((values[name] for name in LOSS_NAMES if name in values), None)
     if loss is None:
