@@ -144,8 +144,8 @@ WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<bound>__MIN|__MAX
 def read_wandb_csv(rows: list[dict], columns: list[str], path: Path, fields: Fields) -> Series:
     """A W&B CSV export: the loss column by its metric name (train/loss, loss...) or --loss-field (the metric or
     the whole column name); an export of several runs needs --loss-field to name one."""
-    values = [c for c in columns if (m := WANDB_COLUMN.match(c)) and not m["bound"]]
-    metrics = {c: WANDB_COLUMN.match(c)["metric"] for c in values}  # type: ignore[index]
+    metrics = {c: m["metric"] for c in columns if (m := WANDB_COLUMN.match(c)) and not m["bound"]}
+    values = list(metrics)
 
     def column(name: str | None, what: str) -> str | None:
         if name is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from compare.loss_lines.numbering import numbering
+from compare.loss_lines.numbering import Numbering, numbering
 from compare.loss_lines.tokens import LossLogError
 
 ON_RESTART = ("keep-last", "keep-first")
@@ -93,7 +93,7 @@ def record_events(log: LossLog, events: list[Event], step_from: str, batch: int 
             last_step = step
 
 
-def _place(log: LossLog, events: list[Event], steps_of, step_from: str) -> tuple[list, tuple | None]:
+def _place(log: LossLog, events: list[Event], steps_of: Numbering, step_from: str) -> tuple[list, tuple | None]:
     """Each event with its step (None for evaluations), lines of another shape left out; and the first step
     printed again with another loss (spot, shown step, first values, then values), None when there is none."""
     first: dict[tuple, Event] = {}

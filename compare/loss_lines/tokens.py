@@ -46,8 +46,8 @@ class Format:
     """A kind of printed line the reader knows, written against a captured sample (CORPUS/sample).
 
     `train` finds a training line (its groups: step, loss; epoch, total where printed); `parse`, for structured
-    lines (JSON, Python dicts), turns a line into (training values or None, evaluation values or None) and the
-    regex only marks candidates. `steps` says how the step is numbered:
+    lines (JSON, Python dicts) and key-value lines, turns a line into (training values or None, evaluation
+    values or None) and the regex only marks candidates. `steps` says how the step is numbered:
       "as printed" - the step group; "epoch grid" - a counter from the epoch's start on a grid (numbering.py);
       "order" - the lines numbered 1, 2, 3...; "key" - a step key of the structured line, else the order.
     `context` is a line that sets the epoch of the following ones (Keras' "Epoch 1/3"); `evals` its own
