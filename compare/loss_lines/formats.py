@@ -24,8 +24,9 @@ FORMATS: tuple[Format, ...] = (
            evals=(rf"^\s*step (?P<step>\d+): train loss {NUMBER}, val loss (?P<eval_loss>{NUMBER})",)),
     Format("mlperf", r':::MLLOG\s*\{.*"key":\s*"(?:loss|train_loss)"', "key", "mllog.log", parse=mllog,
            evals=(r':::MLLOG\s*\{.*"key":\s*"eval_(?:accuracy|loss)"',)),
-    Format("json-lines", r'^\s*\{.*"(?:loss|train_loss|train/loss)"\s*:', "key", "jsonl_stdout.log",
-           parse=json_line, evals=(r'^\s*\{.*"(?:val|eval|test)_\w+"\s*:',)),
+    # a JSON object per line, behind a logging prefix too (fairseq's --log-format json: "... | train_inner | {")
+    Format("json-lines", r'^[^{]*\{.*"(?:loss|train_loss|train/loss)"\s*:', "key", "jsonl_stdout.log",
+           parse=json_line, evals=(r'^[^{]*\{.*"(?:val|valid|eval|test)_\w+"\s*:',)),
     Format("hugging-face", r"^\s*\{'loss':", "key", "hf_trainer.log", parse=python_dict,
            evals=(r"^\s*\{'eval_\w+':",)),
     # Megatron-LM's "iteration 10/ 100 | ... | lm loss: 2.31E+00 | loss scale: ... |", fairseq's "... | epoch 001:

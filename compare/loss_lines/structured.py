@@ -52,7 +52,8 @@ def mllog(text: str) -> tuple[dict | None, dict | None]:
 def _structured(entry: dict) -> tuple[dict | None, dict | None]:
     """A structured line's training values (loss, lr, step) and evaluation values, by their usual keys."""
     train = None
-    summary = any(str(key).startswith("train_runtime") for key in entry)  # the run's mean loss, not a step's
+    # the run's or the epoch's mean loss, not a step's: Hugging Face's closing dict, fairseq's end of epoch
+    summary = any(str(key).startswith("train_runtime") or key == "train_num_updates" for key in entry)
     loss = None if summary else next((entry[k] for k in LOSS_KEYS if is_numeric(entry.get(k))), None)
     if loss is not None:
         train = {"loss": float(loss)}

@@ -9,14 +9,19 @@ fetch their own dependencies), over tiny.py's job:
 - `fairseq`: fairseq's logging format ("time | INFO | train_inner | ...") with --log-format simple: the
   progress bar's "epoch 001:     10 / 20 loss=1.23, ..., num_updates=10, lr=0.5, loss_scale=128, ..." every
   log interval (the loss the interval's mean), the end-of-epoch "epoch 001 | loss ... | num_updates 20 | ..."
-  (the epoch's mean, no step's loss) and the validation "epoch 001 | valid on 'valid' subset | loss ... |".
+  (the epoch's mean, no step's loss) and the validation "epoch 001 | valid on 'valid' subset | loss ... |";
+- `fairseq_json`: the same with --log-format json: {"epoch": 1, "update": 0.25, "loss": "1.212", ...,
+  "num_updates": "5", ...} behind the logging prefix, the summaries' keys behind their tag ("valid_loss",
+  "train_loss", "train_num_updates": the epoch's mean, no step's loss).
 
 Captured with (from the repository root):
     .venv/bin/python examples/logs/corpus/pipe_trainers.py megatron > examples/logs/corpus/megatron.log 2>&1
     .venv/bin/python examples/logs/corpus/pipe_trainers.py fairseq > examples/logs/corpus/fairseq.log 2>&1
+    .venv/bin/python examples/logs/corpus/pipe_trainers.py fairseq_json > examples/logs/corpus/fairseq_json.log 2>&1
 Import: python -m compare import text examples/logs/corpus/megatron.log --out runs/x
 """
 
+import json
 import logging
 import math
 import sys
@@ -29,7 +34,8 @@ kind = sys.argv[1]
 x, y, model, opt = job(samples=640)
 steps, evals = {}, {}
 batch, total, interval = 32, 60, 5
-if kind == "fairseq":  # fairseq's own basicConfig
+fairseq, as_json = kind.startswith("fairseq"), kind == "fairseq_json"
+if fairseq:  # fairseq's own basicConfig
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         datefmt="%Y-%m-%d %H:%M:%S", level=logging.INFO, stream=sys.stdout)
     logging.getLogger("fairseq_cli.train").info("begin training epoch 1")
@@ -67,8 +73,12 @@ for step in range(1, total + 1):
                      "ppl": f"{2 ** (mean / math.log(2)):.2f}", "wps": "1234.5", "ups": "300.1", "wpb": "32",
                      "bsz": "32", "num_updates": str(step), "lr": f"{lr:g}", "gnorm": "0.512",
                      "loss_scale": "128", "train_wall": "0", "gb_free": "10.2", "wall": "1"}
-            postfix = ", ".join(f"{k}={v}" for k, v in stats.items())
-            logging.getLogger("train_inner").info(f"epoch {epoch:03d}:  {counter:5d} / {per_epoch:d} {postfix}")
+            if as_json:  # JsonProgressBar.log: the epoch and the fractional update first
+                record = {"epoch": epoch, "update": round(epoch - 1 + counter / per_epoch, 3), **stats}
+                logging.getLogger("train_inner").info(json.dumps(record))
+            else:
+                postfix = ", ".join(f"{k}={v}" for k, v in stats.items())
+                logging.getLogger("train_inner").info(f"epoch {epoch:03d}:  {counter:5d} / {per_epoch:d} {postfix}")
             steps[step] = printed(mean, ".3f")
     if kind == "megatron" and step % 20 == 0:
         val_loss, _ = evaluate(model, x[:128], y[:128])
@@ -79,18 +89,24 @@ for step in range(1, total + 1):
         print(text)
         print("-" * (len(text) + 1))
         evals[step] = {"eval_loss": printed(val_loss, ".6E")}
-    if kind == "fairseq" and step % per_epoch == 0:
+    if fairseq and step % per_epoch == 0:
         epoch = step // per_epoch
         val_loss, _ = evaluate(model, x[:128], y[:128])
-        logging.getLogger("valid").info(" | ".join(
-            [f"epoch {epoch:03d}", "valid on 'valid' subset", f"loss {val_loss:.3f}", "nll_loss 1.1", "ppl 2.1",
-             "wps 4321", "wpb 32", "bsz 32", f"num_updates {step}"]))
-        evals[step] = {"eval_loss": printed(val_loss, ".3f")}
+        valid = {"loss": f"{val_loss:.3f}", "nll_loss": "1.1", "ppl": "2.1", "wps": "4321", "wpb": "32",
+                 "bsz": "32", "num_updates": str(step)}
         mean = sum(epoch_losses) / len(epoch_losses)
         epoch_losses = []
-        logging.getLogger("fairseq_cli.train").info(f"end of epoch {epoch} (average epoch stats below)")
-        logging.getLogger("train").info(" | ".join(
-            [f"epoch {epoch:03d}", f"loss {mean:.3f}", "nll_loss 1.2", "ppl 2.3", "wps 1234.5", "ups 300.1",
-             "wpb 32", "bsz 32", f"num_updates {step}", f"lr {lr:g}", "gnorm 0.512", "loss_scale 128",
-             "train_wall 0", "gb_free 10.2", "wall 1"]))
+        train = {"loss": f"{mean:.3f}", "nll_loss": "1.2", "ppl": "2.3", "wps": "1234.5", "ups": "300.1",
+                 "wpb": "32", "bsz": "32", "num_updates": str(step), "lr": f"{lr:g}", "gnorm": "0.512",
+                 "loss_scale": "128", "train_wall": "0", "gb_free": "10.2", "wall": "1"}
+        for tag, stats in (("valid", valid), ("train", train)):
+            if tag == "train":
+                logging.getLogger("fairseq_cli.train").info(f"end of epoch {epoch} (average epoch stats below)")
+            if as_json:  # JsonProgressBar.print: every key behind its tag
+                line = json.dumps({f"{tag}_{k}": v for k, v in {"epoch": epoch, **stats}.items()})
+            else:  # SimpleProgressBar.print: pipes; the validation's own "valid on 'valid' subset"
+                subset = ["valid on 'valid' subset"] if tag == "valid" else []
+                line = " | ".join([f"epoch {epoch:03d}", *subset, *(f"{k} {v}" for k, v in stats.items())])
+            logging.getLogger(tag).info(line)
+        evals[step] = {"eval_loss": printed(val_loss, ".3f")}
 dump(kind, steps, evals, flags=[])
