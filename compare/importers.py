@@ -198,7 +198,8 @@ def read_wandb_csv(rows: list[dict], columns: list[str], path: Path, fields: Fie
 def read_mlflow(path: Path, fields: Fields) -> Series:
     """An MLflow file store run: `path` is the run directory (mlruns/<experiment>/<run>) or its metrics
     directory; each metric is a file (a name with "/" a subdirectory) of "timestamp value step" lines, in
-    the order logged (a step logged again, as a resumed run does, keeps its last value)."""
+    the order logged. A resumed run (mlflow.start_run(run_id=...)) appends steps again: from the step it went
+    back to, its values supersede (fields.on_restart "keep-first": the first run's stay)."""
     metrics = path / "metrics" if (path / "metrics").is_dir() else path
     if not path.is_dir() or (metrics == path and path.name != "metrics"):
         raise LogFormatError(f"{path}: not an MLflow run directory (mlruns/<experiment>/<run>, with metrics/) or "
@@ -207,11 +208,15 @@ def read_mlflow(path: Path, fields: Fields) -> Series:
     loss = _pick_loss(names, fields, path, "metric")
     extra = {key: _optional(getattr(fields, key), names, path, "metric")
              for key in ("lr", "eval_loss", "eval_accuracy")}
-    series = Series(fields={"format": "mlflow", "loss": loss, **{k: v for k, v in extra.items() if v}})
+    series = Series(fields={"format": "mlflow", "loss": loss, **{k: v for k, v in extra.items() if v}},
+                    on_restart=fields.on_restart)
     for name, key in ((loss, "loss"), *((v, k) for k, v in extra.items() if v)):
-        for wall, value, step in _mlflow_points(metrics / name):
+        points, restarts = _resumed(_mlflow_points(metrics / name), fields.on_restart)
+        if key == "loss":
+            series.restarts = restarts
+        for _, wall, value, step in points:
             if key == "loss":
-                series.add_step(step, {"loss": value, "wall_time": wall})
+                series.steps[step] = {"loss": value, "wall_time": wall}
             elif key == "lr":
                 if step in series.steps:
                     series.steps[step]["lr"] = value
@@ -220,7 +225,29 @@ def read_mlflow(path: Path, fields: Fields) -> Series:
     return series
 
 
-def _mlflow_points(file: Path) -> list[tuple[float, float, int]]:
+def _resumed(points: list[tuple[str, float, float, int]], on_restart: str) -> tuple[list, list[dict]]:
+    """The points a run resumed from a checkpoint keeps, in the order logged: where the steps go back, the
+    later values supersede from that step (keep-last) or the first ones stay (keep-first); and where."""
+    kept: dict[int, tuple] = {}
+    restarts: list[dict] = []
+    previous = ceiling = None
+    for point in points:
+        step = point[3]
+        if previous is not None and step <= previous:
+            again = sorted(s for s in kept if s >= step)
+            restarts.append({"step": step, "line": point[0], "steps_printed_again": len(again),
+                             "through": again[-1] if again else step})
+            if on_restart == "keep-last":
+                kept = {s: p for s, p in kept.items() if s < step}
+            else:
+                ceiling = max(s for s in (ceiling, previous) if s is not None)
+        previous = step
+        if ceiling is None or step > ceiling:
+            kept[step] = point
+    return sorted(kept.values(), key=lambda p: p[3]), restarts
+
+
+def _mlflow_points(file: Path) -> list[tuple[str, float, float, int]]:
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -234,7 +261,7 @@ def _mlflow_points(file: Path) -> list[tuple[float, float, int]]:
         if len(parts) not in (2, 3):  # mlflow before 1.0 wrote no step: "timestamp value"
             raise LogFormatError(f"{where}: expected 'timestamp value step', got {line.strip()[:60]!r}")
         step = _step(parts[2], where) if len(parts) == 3 else 0
-        points.append((round(_number(parts[0], where, "timestamp") / 1000, 3),
+        points.append((where, round(_number(parts[0], where, "timestamp") / 1000, 3),
                        _number(parts[1], where, "value"), step))
     return points
 

@@ -62,7 +62,7 @@ def imported(source: Path, out: Path, *flags: str, capsys=None) -> subprocess.Co
 
 def test_a_resumed_run_keeps_the_later_values_and_says_so(logs, tmp_path):
     result = imported(logs / "resumed.log", tmp_path / "run")
-    assert "the run resumed at step 61" in result.stderr and "steps 61-100 were printed again" in result.stderr
+    assert "the run resumed at step 61" in result.stderr and "steps 61-100 were logged again" in result.stderr
     assert "--on-restart keep-first" in result.stderr
     steps = {s["step"]: s["loss"] for s in read_steps(tmp_path / "run")}
     assert sorted(steps) == list(range(1, 121))

@@ -69,16 +69,20 @@ def test_the_mlflow_metrics_directory_does_too_and_anything_else_is_one_line(tmp
     assert not (tmp_path / "no").exists()
 
 
-def test_a_resumed_mlflow_run_keeps_its_last_values(tmp_path, capsys):
-    """mlflow.start_run(run_id=...) after a restart appends to the metric files: steps logged again."""
+def test_a_resumed_mlflow_run_is_read_as_one(tmp_path, capsys):
+    """mlflow.start_run(run_id=...) after a restart appends to the metric files: steps 6-10 logged again."""
     run = tmp_path / "mlruns" / "1" / "abc"
     (run / "metrics").mkdir(parents=True)
     points = [(s, 1.0 / s) for s in range(1, 11)] + [(s, 2.0 / s) for s in range(6, 13)]
     (run / "metrics" / "loss").write_text("".join(f"{1700000000000 + i} {v} {s}\n" for i, (s, v) in
                                                   enumerate(points)))
-    imported(capsys, "mlflow", run, tmp_path / "out")
-    assert losses(tmp_path / "out") == {s: (1.0 if s < 6 else 2.0) / s for s in range(1, 13)}
-    assert read_meta(tmp_path / "out")["imported"]["steps_logged_twice"] == 5
+    err = imported(capsys, "mlflow", run, tmp_path / "last")
+    assert "the run resumed at step 6" in err and "steps 6-10 were logged again" in err
+    assert losses(tmp_path / "last") == {s: (1.0 if s < 6 else 2.0) / s for s in range(1, 13)}
+    [restart] = read_meta(tmp_path / "last")["imported"]["restarts"]
+    assert (restart["step"], restart["steps_printed_again"], restart["line"].endswith("loss:11")) == (6, 5, True)
+    imported(capsys, "mlflow", run, tmp_path / "first", "--on-restart", "keep-first")
+    assert losses(tmp_path / "first") == {s: (1.0 if s <= 10 else 2.0) / s for s in range(1, 13)}
 
 
 def test_the_wandb_csv_export_imports_and_matches_the_mlflow_record(tmp_path, capsys):

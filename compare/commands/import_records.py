@@ -54,8 +54,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                       help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
                            "[default0]:)")
     text.add_argument("--on-restart", choices=ON_RESTART, default="keep-last",
-                      help="a log without rank prefixes whose steps go back is a run resumed from a checkpoint: "
-                           "its steps printed again keep the resumed run's values (keep-last) or the first run's")
+                      help="a text log without rank prefixes (or an MLflow run) whose steps go back is a run "
+                           "resumed from a checkpoint: its steps logged again keep the resumed run's values "
+                           "(keep-last) or the first run's")
     parser.set_defaults(func=main)
 
 
@@ -66,9 +67,10 @@ def main(ns: argparse.Namespace) -> int:
     if ns.rank < 0 or (ns.world_size is not None and ns.rank >= ns.world_size):
         raise UsageError(f"--rank {ns.rank} is outside the world size {ns.world_size}" if ns.rank >= 0 else
                          f"--rank {ns.rank}: ranks count from 0")
-    if ns.format != "text" and (ns.regex, ns.eval_regex, ns.rank, ns.step_from, ns.on_restart) != (
-            None, None, 0, "log", "keep-last"):
-        raise UsageError("--regex, --eval-regex, --rank, --step-from and --on-restart are for text logs")
+    if ns.format != "text" and (ns.regex, ns.eval_regex, ns.rank, ns.step_from) != (None, None, 0, "log"):
+        raise UsageError("--regex, --eval-regex, --rank and --step-from are for text logs")
+    if ns.format not in ("text", "mlflow") and ns.on_restart != "keep-last":
+        raise UsageError("--on-restart is for text logs and MLflow runs")
     fields = Fields(step=ns.step_field, loss=ns.loss_field, lr=ns.lr_field, eval_loss=ns.eval_loss_field,
                     eval_accuracy=ns.eval_accuracy_field, regex=ns.regex, eval_regex=ns.eval_regex, rank=ns.rank,
                     step_from=ns.step_from, on_restart=ns.on_restart,
@@ -97,7 +99,7 @@ def main(ns: argparse.Namespace) -> int:
         kept = "the resumed run's values are kept (--on-restart keep-first keeps the first run's)" if (
             series.on_restart == "keep-last") else "the first run's values are kept (--on-restart keep-first)"
         print(f"python -m compare: note: the run resumed at step {restart['step']} ({restart['line']}): steps "
-              f"{restart['step']}-{restart['through']} were printed again; {kept}", file=sys.stderr)
+              f"{restart['step']}-{restart['through']} were logged again; {kept}", file=sys.stderr)
     for note in series.notes:
         print(f"python -m compare: note: {note}", file=sys.stderr)
     if len(series.repeated) > 3:
