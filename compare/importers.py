@@ -14,6 +14,7 @@ import io
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from compare.analysis.rounding import coarsest, printed_units
 from compare.loss_lines import LossLogError, read_loss_log
 from workload.record_format import SCHEMA_VERSION
 
-FORMATS = ("tensorboard", "csv", "jsonl", "text")
+FORMATS = ("tensorboard", "csv", "jsonl", "text", "mlflow")
 LOSS_NAMES = ("loss", "train_loss", "train/loss", "loss/train", "training_loss", "Loss/train", "train_loss_step")
 
 
@@ -40,6 +41,10 @@ class Series:
     # the last value is kept
     repeated: list[tuple[str, float, float]] = field(default_factory=list)
     fields: dict[str, str] = field(default_factory=dict)  # which column / tag / key became which value
+    # where a run resumed from a checkpoint printed steps again (text logs without rank prefixes): each
+    # {"step", "line", "steps_printed_again", "through"}, the steps as the log numbers them
+    restarts: list[dict] = field(default_factory=list)
+    on_restart: str = "keep-last"  # which values those steps kept
     notes: list[str] = field(default_factory=list)  # what the reader read differently or left out, for the screen
 
     def add_step(self, step: int, values: dict) -> None:
@@ -65,6 +70,7 @@ class Fields:
     rank: int = 0  # text logs: whose lines count
     step_from: str = "log"  # text logs: "log" (the step and epoch groups) or "order"
     batch: int | None = None  # text logs: one rank's batch (--global-batch / --world-size), for sample counters
+    on_restart: str = "keep-last"  # text logs: a resumed run's steps printed again keep the last or first values
 
 
 def _number(text: object, where: str, what: str) -> float:
@@ -104,6 +110,8 @@ def _optional(name: str | None, available: list[str], path: Path, kind: str) -> 
 def read_csv(text: str, path: Path, fields: Fields) -> Series:
     reader = csv.DictReader(io.StringIO(text))
     columns = list(reader.fieldnames or [])
+    if fields.step not in columns and "Step" in columns and any(WANDB_COLUMN.match(c) for c in columns):
+        return read_wandb_csv(list(reader), columns, path, fields)
     if fields.step not in columns:
         raise LogFormatError(f"{path}: no column {fields.step!r} for the step (--step-field); "
                            f"columns: {', '.join(columns) or 'none'}")
@@ -126,6 +134,136 @@ def read_csv(text: str, path: Path, fields: Fields) -> Series:
         if evals:
             series.add_eval(step, evals)
     return series
+
+
+# Weights & Biases "Download CSV" of a panel: "Step", then per run "RUN - METRIC" and its "__MIN", "__MAX" (the
+# panel's bounds over the points it merged into the row; equal to the value when it merged none)
+WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<bound>__MIN|__MAX)?$")
+
+
+def read_wandb_csv(rows: list[dict], columns: list[str], path: Path, fields: Fields) -> Series:
+    """A W&B CSV export: the loss column by its metric name (train/loss, loss...) or --loss-field (the metric or
+    the whole column name); an export of several runs needs --loss-field to name one."""
+    metrics = {c: m["metric"] for c in columns if (m := WANDB_COLUMN.match(c)) and not m["bound"]}
+    values = list(metrics)
+
+    def column(name: str | None, what: str) -> str | None:
+        if name is None:
+            return None
+        found = [c for c in values if name in (c, metrics[c])]
+        if len(found) != 1:
+            raise LogFormatError(f"{path}: {what} {name!r} names {len(found) or 'no'} column(s) of this W&B export; "
+                                 f"its columns: {', '.join(values)}")
+        return found[0]
+
+    loss = column(fields.loss, "--loss-field")
+    if loss is None:
+        found = [c for c in values if metrics[c] in LOSS_NAMES]
+        if len(found) != 1:
+            raise LogFormatError(f"{path}: a W&B export with {len(found) or 'no'} loss column(s); name one with "
+                                 f"--loss-field (its columns: {', '.join(values) or 'none'})")
+        loss = found[0]
+    extra = {key: column(getattr(fields, key), f"--{key.replace('_', '-')}-field")
+             for key in ("lr", "eval_loss", "eval_accuracy")}
+    series = Series(fields={"format": "wandb-csv", "step": "Step", "loss": loss,
+                            **{k: v for k, v in extra.items() if v}})
+    merged = []
+    for number, row in enumerate(rows, start=2):
+        where = f"{path}:{number}"
+        if not (row.get("Step") or "").strip():
+            continue
+        step = _step(row["Step"], where)
+        if (row.get(loss) or "").strip():
+            value = _number(row[loss], where, "loss")
+            bounds = [_number(row[f"{loss}{b}"], where, "loss") for b in ("__MIN", "__MAX")
+                      if (row.get(f"{loss}{b}") or "").strip()]
+            if any(b != value and not (math.isnan(b) and math.isnan(value)) for b in bounds):
+                merged.append(step)
+            entry = {"loss": value}
+            if extra["lr"] and (row.get(extra["lr"]) or "").strip():
+                entry["lr"] = _number(row[extra["lr"]], where, "lr")
+            series.add_step(step, entry)
+        evals = {key: _number(row[c], where, key) for key in ("eval_loss", "eval_accuracy")
+                 if (c := extra[key]) and (row.get(c) or "").strip()}
+        if evals:
+            series.add_eval(step, evals)
+    if merged:
+        series.notes.append(f"{len(merged)} row(s) of the W&B export merge several logged points (their __MIN and "
+                            f"__MAX differ from the value; first: step {merged[0]}): the panel sampled the run, so "
+                            "those rows are no single step's loss; export the run's full history (more points in "
+                            "the panel, or the API's scan_history) to judge every step")
+    return series
+
+
+def read_mlflow(path: Path, fields: Fields) -> Series:
+    """An MLflow file store run: `path` is the run directory (mlruns/<experiment>/<run>) or its metrics
+    directory; each metric is a file (a name with "/" a subdirectory) of "timestamp value step" lines, in
+    the order logged. A resumed run (mlflow.start_run(run_id=...)) appends steps again: from the step it went
+    back to, its values supersede (fields.on_restart "keep-first": the first run's stay)."""
+    metrics = path / "metrics" if (path / "metrics").is_dir() else path
+    if not path.is_dir() or (metrics == path and path.name != "metrics"):
+        raise LogFormatError(f"{path}: not an MLflow run directory (mlruns/<experiment>/<run>, with metrics/) or "
+                             "its metrics directory")
+    names = sorted(str(f.relative_to(metrics)) for f in metrics.rglob("*") if f.is_file())
+    loss = _pick_loss(names, fields, path, "metric")
+    extra = {key: _optional(getattr(fields, key), names, path, "metric")
+             for key in ("lr", "eval_loss", "eval_accuracy")}
+    series = Series(fields={"format": "mlflow", "loss": loss, **{k: v for k, v in extra.items() if v}},
+                    on_restart=fields.on_restart)
+    for name, key in ((loss, "loss"), *((v, k) for k, v in extra.items() if v)):
+        points, restarts = _resumed(_mlflow_points(metrics / name), fields.on_restart)
+        if key == "loss":
+            series.restarts = restarts
+        for _, wall, value, step in points:
+            if key == "loss":
+                series.steps[step] = {"loss": value, "wall_time": wall}
+            elif key == "lr":
+                if step in series.steps:
+                    series.steps[step]["lr"] = value
+            else:
+                series.add_eval(step, {key: value, "wall_time": wall})
+    return series
+
+
+def _resumed(points: list[tuple[str, float, float, int]], on_restart: str) -> tuple[list, list[dict]]:
+    """The points a run resumed from a checkpoint keeps, in the order logged: where the steps go back, the
+    later values supersede from that step (keep-last) or the first ones stay (keep-first); and where."""
+    kept: dict[int, tuple] = {}
+    restarts: list[dict] = []
+    previous = ceiling = None
+    for point in points:
+        step = point[3]
+        if previous is not None and step <= previous:
+            again = sorted(s for s in kept if s >= step)
+            restarts.append({"step": step, "line": point[0], "steps_printed_again": len(again),
+                             "through": again[-1] if again else step})
+            if on_restart == "keep-last":
+                kept = {s: p for s, p in kept.items() if s < step}
+            else:
+                ceiling = max(s for s in (ceiling, previous) if s is not None)
+        previous = step
+        if ceiling is None or step > ceiling:
+            kept[step] = point
+    return sorted(kept.values(), key=lambda p: p[3]), restarts
+
+
+def _mlflow_points(file: Path) -> list[tuple[str, float, float, int]]:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogFormatError(f"{file}: cannot read ({exc})") from None
+    points = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        parts = line.split()
+        if len(parts) not in (2, 3):  # mlflow before 1.0 wrote no step: "timestamp value"
+            raise LogFormatError(f"{where}: expected 'timestamp value step', got {line.strip()[:60]!r}")
+        step = _step(parts[2], where) if len(parts) == 3 else 0
+        points.append((where, round(_number(parts[0], where, "timestamp") / 1000, 3),
+                       _number(parts[1], where, "value"), step))
+    return points
 
 
 def _dotted(entry: dict, key: str) -> object:
@@ -183,14 +321,17 @@ def _flat_keys(entry: dict, prefix: str = "") -> list[str]:
 
 
 def read_text(text: str, path: Path, fields: Fields) -> Series:
-    """One rank's loss lines (compare/loss_lines.py: launcher prefixes, glued lines, epoch counters)."""
+    """One rank's loss lines (compare/loss_lines/: launcher prefixes, glued lines, epoch counters)."""
     try:
         log = read_loss_log(text, train=fields.regex, evaluation=fields.eval_regex, rank=fields.rank,
-                            step_from=fields.step_from, where=str(path), batch=fields.batch)
+                            step_from=fields.step_from, where=str(path), batch=fields.batch,
+                            on_restart=fields.on_restart)
     except LossLogError as exc:
         raise LogFormatError(str(exc)) from None
     series = Series(fields={"format": log.format, "regex": log.pattern, "steps": log.step_rule,
-                            "rank": str(fields.rank)}, repeated=log.repeated, notes=log.notes)
+                            "rank": str(fields.rank)}, repeated=log.repeated, notes=log.notes,
+                    restarts=[{"step": r.step, "line": r.spot, "steps_printed_again": r.again, "through": r.through}
+                              for r in log.restarts], on_restart=log.on_restart)
     series.steps, series.evals = log.steps, log.evals
     return series
 
@@ -234,6 +375,8 @@ def read_series(kind: str, path: Path, fields: Fields) -> Series:
         raise LogFormatError(f"{path}: no such file or directory")
     if kind == "tensorboard":
         series = read_tensorboard(path, fields)
+    elif kind == "mlflow":
+        series = read_mlflow(path, fields)
     else:
         if not path.is_file():
             raise LogFormatError(f"{path}: not a file")
@@ -300,6 +443,10 @@ def build_record(series: Series, *, kind: str, source: Path, digest: str, framew
             "imported_at": imported_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "step_offset": offset, "steps_logged_every": gaps[0] if len(gaps) == 1 else None if gaps else 1,
             "steps_logged_twice": len(series.repeated), "unknown": unknown,
+            # a run resumed from a checkpoint: where, and which values its steps printed again kept
+            "restarts": [{**r, "step": r["step"] + offset, "through": r["through"] + offset}
+                         for r in series.restarts],
+            "on_restart": series.on_restart,
             # the coarsest unit in the last printed place of each value, as the log printed it (None:
             # unrounded); the parity judge allows half of it (docs/parity.md, "Printed rounding")
             "printed_resolution": printed_resolution(series),

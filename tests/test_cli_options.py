@@ -108,7 +108,7 @@ def test_pinned_defaults_match_their_homes():
     from compare.commands import options
     from compare.importers import FORMATS
     from compare.launch.slurm import DDP_FORMS, HOROVOD_FORMS, SlurmSettings
-    from compare.loss_lines import STEP_FROM
+    from compare.loss_lines import ON_RESTART, STEP_FROM
 
     assert (options.STEP_RTOL, options.STEP_K) == (parity.STEP_RTOL, parity.STEP_K)
     shown = ", ".join(f"{n}={v * 100:g}%" if k == "relative" else f"{n}={v:g}"
@@ -116,7 +116,7 @@ def test_pinned_defaults_match_their_homes():
     targets = ", ".join(f"{w} {t.metric}={t.value:g}" for w, t in time_to_target.DEFAULT_TARGETS.items())
     assert (shown, targets) == (options.MARGINS_SHOWN, options.TARGETS_SHOWN)
     assert (options.HOROVOD_FORMS, options.DDP_FORMS) == (HOROVOD_FORMS, DDP_FORMS)
-    assert (options.IMPORT_FORMATS, options.STEP_FROM) == (FORMATS, STEP_FROM)
+    assert (options.IMPORT_FORMATS, options.STEP_FROM, options.ON_RESTART) == (FORMATS, STEP_FROM, ON_RESTART)
     assert options.out_default("faults") == faults.DEFAULT_FAULTS_OUT
     ns = parse(["run"])
     defaults = {f.name: f.default for f in fields(SlurmSettings)}

@@ -1,6 +1,6 @@
 """Every log of examples/logs/corpus (real tools' output, each beside the script that printed it and its
 expected.json, the values the script itself printed) imported as a user types it, `compare import text LOG`,
-and read by compare/loss_lines.py: the right steps and values, or a refusal in one line. Nothing is launched:
+and read by compare/loss_lines/: the right steps and values, or a refusal in one line. Nothing is launched:
 the logs were captured once (examples/logs/corpus/README.md)."""
 
 from __future__ import annotations

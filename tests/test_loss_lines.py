@@ -1,4 +1,4 @@
-"""compare/loss_lines.py and compare/migrate/launch_mode.py on text: every launcher's rank prefix, glued
+"""compare/loss_lines/ and compare/migrate/launch_mode.py on text: every launcher's rank prefix, glued
 lines, epoch-relative counters, the refusal of a log whose ranks cannot be told apart, and how a Horovod
 script is launched. Through the real launchers: tests/test_horovod_styles.py."""
 

@@ -26,9 +26,11 @@ def main(ns: argparse.Namespace) -> int:
                          f"--rank {ns.rank}: ranks count from 0")
     if ns.format != "text" and (ns.regex, ns.eval_regex, ns.rank, ns.step_from) != (None, None, 0, "log"):
         raise UsageError("--regex, --eval-regex, --rank and --step-from are for text logs")
+    if ns.format not in ("text", "mlflow") and ns.on_restart != "keep-last":
+        raise UsageError("--on-restart is for text logs and MLflow runs")
     fields = Fields(step=ns.step_field, loss=ns.loss_field, lr=ns.lr_field, eval_loss=ns.eval_loss_field,
                     eval_accuracy=ns.eval_accuracy_field, regex=ns.regex, eval_regex=ns.eval_regex, rank=ns.rank,
-                    step_from=ns.step_from,
+                    step_from=ns.step_from, on_restart=ns.on_restart,
                     batch=ns.global_batch // (ns.world_size or 1) if ns.global_batch else None)
     try:
         options = dict(parse_option(text) for text in ns.option)
@@ -50,6 +52,11 @@ def main(ns: argparse.Namespace) -> int:
         print(f"python -m compare: note: step {step} was logged again with another loss ({first:.6g}, then "
               f"{kept:.6g}; the last is kept): a restarted run, or a counter that restarts (give the regex an "
               "epoch group, or --step-from order)", file=sys.stderr)
+    for restart in meta["imported"]["restarts"]:
+        kept = "the resumed run's values are kept (--on-restart keep-first keeps the first run's)" if (
+            series.on_restart == "keep-last") else "the first run's values are kept (--on-restart keep-first)"
+        print(f"python -m compare: note: the run resumed at step {restart['step']} ({restart['line']}): steps "
+              f"{restart['step']}-{restart['through']} were logged again; {kept}", file=sys.stderr)
     for note in series.notes:
         print(f"python -m compare: note: {note}", file=sys.stderr)
     if len(series.repeated) > 3:

@@ -40,7 +40,8 @@ MARGINS_SHOWN = "final_loss=2%, eval_loss=2%, eval_accuracy=0.01"
 TARGETS_SHOWN = "digits eval_accuracy=0.9, mlp eval_accuracy=0.6"
 HOROVOD_FORMS, DDP_FORMS = ("srun", "mpirun"), ("torchrun", "srun")
 # compare/importers.py's FORMATS and compare/loss_lines.py's STEP_FROM (both import what --help must not).
-IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text"), ("log", "order")
+IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text", "mlflow"), ("log", "order")
+ON_RESTART = ("keep-last", "keep-first")  # compare/loss_lines/recording.py's
 
 ANALYSIS = "analysis (docs/parity.md)"
 TARGET = "time to target (docs/benchmarks.md)"
@@ -95,7 +96,7 @@ COMMAND_SPECS: dict[str, Command] = {
                    "that train the same job with the same options, a results volume claim and a pod to read it. "
                    "Nothing is applied: `kubectl apply -f DIR/...` does that (docs/kubernetes.md).", "k8s",
                    workload_options=True),
-    "import": Command("a run record from an existing log (TensorBoard, CSV, JSON lines, text)",
+    "import": Command("a run record from an existing log (TensorBoard, CSV, JSON lines, text, MLflow)",
                       "Turn the log of a run made elsewhere into a run record that `compare check` and `compare "
                       "report` read. What the log cannot tell (step times, the global batch, the machine) is left "
                       "empty and listed in run.json's \"imported\" entry.", "import_records"),
@@ -262,7 +263,8 @@ OPTIONS: tuple[Opt, ...] = (
         default=Path("k8s")),
     # --- import
     opt("format", help="the log's format", commands="import", choices=IMPORT_FORMATS),
-    opt("source", help="the log file (TensorBoard: an event file or its directory)", commands="import", type=Path),
+    opt("source", help="the log file (TensorBoard: an event file or its directory; MLflow: the run directory "
+                       "mlruns/<experiment>/<run> or its metrics directory)", commands="import", type=Path),
     opt("--out", help="the run directory to write", commands="import", type=Path, required=True, metavar="DIR"),
     opt("--framework", help="which framework made the run", commands="import",
         choices=("horovod", "ddp", "unknown"), default="unknown"),
@@ -289,6 +291,10 @@ OPTIONS: tuple[Opt, ...] = (
                             "1, 2, 3...", commands="import", group=TEXT, choices=STEP_FROM, default="log"),
     opt("--rank", help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
                        "[default0]:)", commands="import", group=TEXT, type=int, default=0),
+    opt("--on-restart", help="a text log without rank prefixes (or an MLflow run) whose steps go back is a run "
+                             "resumed from a checkpoint: its steps logged again keep the resumed run's values "
+                             "(keep-last) or the first run's", commands="import", group=TEXT, choices=ON_RESTART,
+        default="keep-last"),
 )
 
 
