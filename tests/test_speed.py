@@ -14,20 +14,13 @@ import numpy as np
 import pytest
 
 from compare.analysis.contention import OTHERS_MIN_CORES, STEAL_LIMIT, judge_contention
+from compare.analysis.model_sweep import crossover, mlp_gradient_bytes
 from compare.analysis.records import RunRecord, find_runs
 from compare.analysis.sequential import METHOD, confidence_sequence, rounds_for
 from compare.analysis.simulate_speed import MEASURED, SIDES, draw_run
-from compare.analysis.speed import (
-    MIN_ROUNDS,
-    SEQUENTIAL_RECORD,
-    code_lines,
-    compare_speed,
-    crossover,
-    mlp_gradient_bytes,
-    recovery,
-    sequential_design,
-)
+from compare.analysis.speed import MIN_ROUNDS, SEQUENTIAL_RECORD, compare_speed, sequential_design
 from compare.analysis.timing import rounds_ratio
+from compare.analysis.tradeoffs import code_lines, recovery
 from compare.commands.report import tradeoff_inputs
 from compare.render.speed import speed_sentence, stop_line
 from tests.helpers import run

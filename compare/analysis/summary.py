@@ -13,8 +13,9 @@ from compare.analysis.causes import likely_causes
 from compare.analysis.judge import judge
 from compare.analysis.parity import CONFIDENCE, STEP_K, STEP_RTOL, Band, Margin, calibrated_band, combine_bands
 from compare.analysis.records import RecordError, RunRecord, jsonable
-from compare.analysis.speed import TradeoffInputs, add_speed, tradeoffs
+from compare.analysis.speed_figures import add_speed
 from compare.analysis.time_to_target import Target, time_to_target
+from compare.analysis.tradeoffs import TradeoffInputs, tradeoffs
 from compare.names import FRAMEWORKS, JUDGED, display
 
 Group = dict[int, RunRecord]  # seed -> run

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from compare.analysis.faults import DEFAULT_FAULTS_OUT, FAULTS_JSON
 from compare.analysis.records import RecordError, RunRecord, find_runs
-from compare.analysis.speed import TradeoffInputs, code_lines
 from compare.analysis.summary import analyse
 from compare.analysis.time_to_target import Target, evaluated_metrics
+from compare.analysis.tradeoffs import TradeoffInputs, code_lines
 from compare.commands.arguments import (
     DEFAULTS,
     AnalysisSettings,
