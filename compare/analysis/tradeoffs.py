@@ -99,14 +99,17 @@ class TradeoffInputs:
 def tradeoffs(levels: list[dict], runs: list[RunRecord], inputs: TradeoffInputs) -> dict:
     """What distribution buys and costs, measured per framework and world size: speed-up and scaling
     efficiency against one worker, start-up, exposed communication per step, recovery, code. "rows", with
-    where the recovery figures came from and the lines both backends share."""
-    single = next((level["timing"] for level in levels if level["world_size"] == 1), {})
+    where the recovery figures came from and the lines both backends share. Speed-up and scaling read the
+    levels' figures (the speed verdict's rounds, as the summary); the phases behind exposed communication
+    are timed in the parity launch only."""
+    single = next((level["figures"] for level in levels if level["world_size"] == 1), {})
+    single_timing = next((level["timing"] for level in levels if level["world_size"] == 1), {})
     recovered = recovery(inputs.faults)
     rows = []
     for level in levels:
         world_size = level["world_size"]
         for framework in FRAMEWORKS:
-            entry = level["timing"].get(framework)
+            entry, phases = level["figures"].get(framework), level["timing"].get(framework)
             if entry is None:
                 continue
             one = single.get(framework)
@@ -116,7 +119,8 @@ def tradeoffs(levels: list[dict], runs: list[RunRecord], inputs: TradeoffInputs)
             rows.append({
                 "framework": framework, "world_size": world_size, "speedup": speedup,
                 "scaling_efficiency": entry["scaling_efficiency"], "startup_s": startup_s(mine),
-                "exposed_comm_s": exposed_communication_s(entry, one) if world_size > 1 else None,
+                "exposed_comm_s": (exposed_communication_s(phases, single_timing.get(framework))
+                                   if world_size > 1 and phases else None),
                 "recovery": recovered.get(framework), "code_lines": inputs.code_lines.get(framework),
             })
     return {"rows": rows, "faults_source": inputs.faults_source, "shared_lines": inputs.code_lines.get("shared")}

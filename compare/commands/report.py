@@ -26,7 +26,7 @@ from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, Tuning, tuning_from_record
 from compare.names import EXIT_RUN_FAILED, PARITY_EXIT
 from compare.render.report import environment_from_runs, summary_table, write_report
-from compare.render.speed import speed_line
+from compare.render.speed import figures_note, speed_line
 from compare.render.time_to_target import time_to_target_line
 from compare.render.verdicts import parity_line
 from workload import record_format
@@ -153,6 +153,8 @@ def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes:
         analysis["tuning"] = tuning.record()
     paths = write_report(out, runs, analysis, commands=comparison.get("commands"), environment=env)
     print(summary_table(analysis))
+    if (note := figures_note(analysis)) is not None:
+        print(note)
     print(f"\n{parity_line(analysis)}")
     print(f"speed: {speed_line(analysis)}")
     if (reached := time_to_target_line(analysis)) is not None:

@@ -5,7 +5,8 @@ communication, recovery, code)."""
 from __future__ import annotations
 
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome
-from compare.names import display
+from compare.analysis.speed_figures import SPEED_ROUNDS
+from compare.names import FRAMEWORKS, display
 from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
 from compare.render.time_to_target import tradeoff_cells, tradeoff_headers
 
@@ -115,6 +116,35 @@ def speed_line(analysis: dict) -> str:
     if any({"horovod", "ddp"} <= set(level.get("timing") or {}) for level in analysis["levels"]):
         return "no speed rounds were launched (compare run --repeats 0): the timing tables only"
     return "no world size has both Horovod and DDP runs to compare speed"
+
+
+# ---- the summary's figures ------------------------------------------------------------------------------
+
+def source_cell(row: dict) -> str:
+    """Where a summary row's step time and throughput come from, e.g. "4 speed rounds", "parity launch"."""
+    if row["source"] == SPEED_ROUNDS:
+        rounds = f"{row['rounds']} speed round{'s' * (row['rounds'] != 1)}"
+        return f"{rounds} (round 1 among them)" if row["parity_launch_counted"] else rounds
+    return "parity launch"
+
+
+def figures_note(analysis: dict) -> str | None:
+    """What the summary's step times and throughput are, in one line (under the table and the terminal's)."""
+    rows = analysis["summary"]
+    parts = []
+    if any(r["source"] == SPEED_ROUNDS for r in rows):
+        parts.append("Horovod's and DDP's are the speed verdict's: each launch's median step, their geometric mean "
+                     "over the rounds the verdict counts, so Horovod's over DDP's is the verdict's ratio (the "
+                     "parity launch's figures are in the details, under Timing)")
+    if any(r["parity_launch_counted"] for r in rows):
+        parts.append("with `--timed-seconds 0` or `--repeats 0` the verdict's rounds include round 1, the parity "
+                     "launch (its first seed)")
+    if any(r["source"] != SPEED_ROUNDS and r["framework"] in FRAMEWORKS for r in rows):
+        parts.append("where no speed verdict reads rounds (one framework, imported runs) the parity launch's: "
+                     "round 1, every seed, shorter than a speed launch")
+    if any(r["framework"] == "reference" for r in rows):
+        parts.append("the reference's from its parity launch")
+    return "step times and throughput: " + "; ".join(parts) if parts else None
 
 
 # ---- what was compared ----------------------------------------------------------------------------------
@@ -248,9 +278,10 @@ def timing_blocks(analysis: dict) -> list[Block]:
             "rounds, or ranks x threads beyond the cores, withhold the verdict."
         ),
         Para(
-            f"The tables below: round 1 (every seed), step times of the slowest rank after {warmup} warm-up "
-            "steps, pooled over seeds. `optimizer` includes Horovod's wait for outstanding allreduces; DDP "
-            "overlaps its allreduce with `backward`."
+            f"The tables below each round table: the parity launch (round 1, every seed), not the speed "
+            f"verdict's figures: step times of the slowest rank after {warmup} warm-up steps, pooled over "
+            "seeds. `optimizer` includes Horovod's wait for outstanding allreduces; DDP overlaps its allreduce "
+            "with `backward`."
         ),
     ]
     for level in analysis["levels"]:
@@ -271,9 +302,11 @@ def timing_blocks(analysis: dict) -> list[Block]:
             b = t["breakdown"]
             keys = ("data_s", "forward_s", "backward_s", "optimizer_s", "unaccounted_s", "step_time_s")
             phases.append([display(framework), *(ms(b.get(k)) for k in keys)])
+        if rows:
+            blocks.append(Para("The parity launch (round 1):"))
         blocks.append(Table(["framework", "seeds", "steps measured", "median ms", "p90 ms", "mean ± sd ms",
                              "global batch", "samples/s", "scaling eff."], rows))
-        blocks.append(Para("Mean time per step by phase (ms):"))
+        blocks.append(Para("Mean time per step by phase (ms), the parity launch:"))
         blocks.append(Table(["framework", "data", "forward", "backward", "optimizer", "unaccounted", "step"],
                             phases))
     return blocks
