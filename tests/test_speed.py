@@ -105,13 +105,47 @@ def test_the_design_is_read_from_beside_the_runs(tmp_path):
 
 
 def test_the_stop_is_said():
-    speeds = [{"world_size": 1, "half_width": 0.041}, {"world_size": 2, "half_width": None}]
-    assert stop_line({**DESIGN, "stopped": "precision"}, speeds[:1]) == (
-        "rounds: ±5% reached at every world size after 12 rounds (np 1 ±4.1%)")
-    assert stop_line(DESIGN, speeds) == ("rounds: time budget of 600 s spent after 12 rounds before ±5% was "
-                                         "reached (np 1 ±4.1%, np 2 no interval yet)")
-    assert stop_line({**DESIGN, "precision": None}, speeds[:1]).startswith("rounds: time budget of 600 s spent")
+    """Each world size's state: its interval, target and rounds; a size short of its target is named with why."""
+    np1 = {"world_size": 1, "half_width": 0.091, "target": 0.10, "stopped": "precision", "rounds": 6}
+    np2 = {"world_size": 2, "half_width": 0.22, "target": 0.15, "stopped": "budget", "rounds": 8}
+    design = {**DESIGN, "time_budget_s": 240.0}
+    assert stop_line({**design, "stopped": "precision"}, [np1]) == (
+        "rounds: every world size reached its target: np 1 ±9.1% (target ±10%) after 6 rounds")
+    assert stop_line(design, [np1, np2]) == (
+        "rounds: stopped short of the target at np 2: the time budget of 240 s was spent (`--time-budget` for "
+        "more); np 2 ±22.0% (target ±15%) after 8 rounds; reached: np 1 ±9.1% (target ±10%) after 6 rounds")
+    failed = stop_line({**design, "stopped": "failed"}, [{**np2, "stopped": "failed", "half_width": None}])
+    assert failed == "rounds: stopped short of the target at np 2: a launch failed; np 2 no interval yet " \
+                     "(target ±15%) after 8 rounds"
+    alone = stop_line(design, [{**np2, "target": None}])  # --time-budget alone: no target to fall short of
+    assert alone == "rounds: the time budget of 240 s was spent (np 2 ±22.0% after 8 rounds)"
     assert rounds_for(0.05, 0.2) > rounds_for(0.10, 0.2) > 10
+
+
+def test_the_default_design_stops_each_world_size_at_its_own_target(tmp_path):
+    """The default comparison is sequential: +-10% at np 1, +-15% above, within the default budget, the
+    short budget's mixture; --repeats N alone is the fixed design; --precision per size or for all."""
+    from compare.analysis.sequential import SHORT_MIXTURE_C
+    from compare.commands import run as run_command
+    from compare.commands.cli import build_parser
+
+    def planned(*args: str) -> run_command.ComparisonPlan:
+        ns = build_parser(["run"]).parse_args(["run", "--network", "host", "--reference", "off", "--seeds", "0",
+                                               "--out", str(tmp_path / "out"), *args])
+        return run_command.plan(ns)
+
+    default = planned("--np", "1,2,4")
+    assert default.sequential and default.precision == {1: 0.10, 2: 0.15, 4: 0.15}
+    assert default.time_budget == run_command.DEFAULT_BUDGET_S == 240 and not default.budget_given
+    assert run_command.start_design(default)["mixture_c"] == SHORT_MIXTURE_C
+    assert run_command.start_design(default)["minimum_rounds"] == run_command.DEFAULT_ROUNDS
+    fixed = planned("--repeats", "6")
+    assert not fixed.sequential and fixed.repeats == 6 and fixed.precision is None
+    assert not planned("--frameworks", "ddp").sequential  # one framework: no ratio to narrow
+    assert planned("--np", "1,2", "--precision", "1:5%,2:20%").precision == {1: 0.05, 2: 0.20}
+    assert planned("--np", "1,2", "--precision", "8%").precision == {1: 0.08, 2: 0.08}
+    given = planned("--time-budget", "3600")
+    assert given.precision is None and given.budget_given and run_command.start_design(given)["mixture_c"] == 4.0
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -121,6 +155,8 @@ def test_the_stop_is_said():
     (["--precision", "5%", "--time-budget", "10"], "is below one round's expected time"),
     (["--time-budget", "0"], "--time-budget must be a positive number of seconds"),
     (["--precision", "5%", "--frameworks", "ddp"], "need both frameworks"),
+    (["--precision", "2:15%", "--np", "1,2"], "--precision names no target for np 1"),
+    (["--precision", "x:15%"], "expected NP:P% with NP a world size"),
 ])
 def test_bad_precision_or_budget_is_one_line_before_any_launch(tmp_path, capsys, args, message):
     from compare.__main__ import main

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -31,7 +31,7 @@ from pathlib import Path
 from compare.analysis.contention import judge_contention, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
-from compare.analysis.sequential import confidence_sequence
+from compare.analysis.sequential import MIXTURE_C, confidence_sequence
 from compare.analysis.timing import launch_median, rounds_ratio
 from compare.names import FRAMEWORKS
 
@@ -155,13 +155,34 @@ def speed_outcome(troubles: list[Trouble], kept: dict, clean_rounds: int,
     return (SpeedOutcome.DDP_FASTER if kept["ratio"] >= 1 else SpeedOutcome.HOROVOD_FASTER), None
 
 
-def sequential_state(design: dict | None, half_width: float | None) -> dict | None:
-    """The sequential design with the precision reached; None for a fixed number of rounds."""
+def target_for(design: dict, world_size: int) -> float | None:
+    """The precision a sequential design aims at, at this world size: one for every size (a number), or per
+    size ({"1": 0.10, "2": 0.15}, the default's)."""
+    target = design.get("precision")
+    if isinstance(target, dict):
+        return target.get(str(world_size))
+    return target
+
+
+def sequential_state(design: dict | None, half_width: float | None, world_size: int) -> dict | None:
+    """The sequential design with this world size's target, the precision reached and why its rounds stopped
+    ("stopped", "rounds" of the size where the design records them); None for a fixed number of rounds."""
     if not design:
         return None
-    target = design.get("precision")
-    return {**design, "half_width": half_width, "reached": bool(target and half_width is not None
-                                                                and half_width <= target)}
+    target = target_for(design, world_size)
+    own = (design.get("world_sizes") or {}).get(str(world_size)) or {}
+    return {**design, "target": target, "half_width": half_width, "world_size": world_size,
+            "reached": bool(target and half_width is not None and half_width <= target),
+            "stopped": own.get("stopped", design.get("stopped")), "rounds": own.get("rounds", design.get("rounds"))}
+
+
+def interval_over(design: dict | None) -> Callable[[list[float], float], dict]:
+    """The interval a verdict takes over its rounds' ratios: the t interval for a fixed number of rounds,
+    the confidence sequence (with the design's c) for a sequential design."""
+    if not design:
+        return rounds_ratio
+    c = float(design.get("mixture_c") or MIXTURE_C)
+    return lambda ratios, confidence: confidence_sequence(ratios, confidence, c)
 
 
 @dataclass(frozen=True)
@@ -183,8 +204,7 @@ def judge_rounds(rounds: list[dict], confidence: float, design: dict | None) -> 
     troubles = launch_troubles(rounds)
     contended = sorted({number for number, _, judged in troubles if judged["contended"]})
     clean = [row for row in rounds if row["round"] not in contended]
-    interval = confidence_sequence if design else rounds_ratio
-    kept = interval([row["ratio"] for row in clean], confidence)
+    kept = interval_over(design)([row["ratio"] for row in clean], confidence)
     outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
     return JudgedRounds(troubles, contended, clean, kept, outcome, withheld_by)
 
@@ -203,7 +223,7 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
     judged = judge_rounds(rounds, confidence, design)
     troubles, contended, clean, kept = judged.troubles, judged.contended, judged.clean, judged.kept
     outcome, withheld_by = judged.outcome, judged.withheld_by
-    every = (confidence_sequence if design else rounds_ratio)([row["ratio"] for row in rounds], confidence)
+    every = interval_over(design)([row["ratio"] for row in rounds], confidence)
     return {
         "a": "horovod", "b": "ddp", "world_size": world_size, "confidence": confidence,
         "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in clean],
@@ -214,6 +234,6 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
         "left_out": [{"round": number, "framework": f} for number, f, judged in troubles if judged["contended"]],
         "outcome": outcome.value, "status": STATUS[outcome], "winner": WINNER.get(outcome),
         "withheld_by": withheld_by,  # the launch a withheld verdict names
-        "sequential": sequential_state(design, kept["half_width"] if clean else None),
+        "sequential": sequential_state(design, kept["half_width"] if clean else None, world_size),
     }
 

@@ -228,34 +228,41 @@ def rounds_table(speed: dict) -> Table:
                   "contention, Horovod launch", "contention, DDP launch"], rows)
 
 
-def _widths(speeds: list[dict | None]) -> str:
-    parts = [f"np {s['world_size']} " + (f"±{s['half_width']:.1%}" if s.get("half_width") is not None
-                                         else "no interval yet")
-             for s in speeds if s]
-    return ", ".join(parts)
+def _size_words(state: dict) -> str:
+    """One world size's sequential state, e.g. "np 2 ±22% (target ±15%) after 8 rounds"."""
+    width = f"±{state['half_width']:.1%}" if state.get("half_width") is not None else "no interval yet"
+    target = f" (target ±{state['target']:.0%})" if state.get("target") else ""
+    rounds = f" after {state['rounds']} rounds" if state.get("rounds") else ""
+    return f"np {state['world_size']} {width}{target}{rounds}"
 
 
-def stop_line(design: dict, speeds: list[dict | None]) -> str:
-    """Why `compare run --precision/--time-budget` stopped launching rounds, in one line."""
-    rounds = f"after {design['rounds']} rounds" if design.get("rounds") else ""
-    target = f"±{design['precision']:.0%}" if design.get("precision") else None
-    widths = _widths(speeds)
-    if design.get("stopped") == "precision":
-        return f"rounds: {target} reached at every world size {rounds} ({widths})"
-    if design.get("stopped") == "failed":
-        return f"rounds: stopped {rounds}: a launch failed ({widths})"
-    spent = f"time budget of {design['time_budget_s']:g} s spent {rounds}"
-    if target:
-        return f"rounds: {spent} before {target} was reached ({widths})"
-    return f"rounds: {spent} ({widths})"
+def stop_line(design: dict, states: list[dict | None]) -> str:
+    """Why the sequential rounds stopped (every world size at its target, or short of it and why), in one line,
+    from each world size's sequential state (compare_speed's "sequential")."""
+    states = [s for s in states if s]
+    short = [s for s in states if s.get("stopped") != "precision"]
+    if not short and states:
+        return "rounds: every world size reached its target: " + ", ".join(_size_words(s) for s in states)
+    why = {"failed": "a launch failed"}.get(str(design.get("stopped")),
+                                            f"the time budget of {design['time_budget_s']:g} s was spent")
+    if not any(s.get("target") for s in states):
+        return f"rounds: {why} ({', '.join(_size_words(s) for s in states)})"
+    more = " (`--time-budget` for more)" if design.get("stopped") == "budget" else ""
+    reached = [s for s in states if s not in short]
+    sizes = ", ".join(f"np {s['world_size']}" for s in short)
+    text = f"rounds: stopped short of the target at {sizes}: {why}{more}; " + ", ".join(map(_size_words, short))
+    if reached:
+        text += "; reached: " + ", ".join(_size_words(s) for s in reached)
+    return text
 
 
 def precision_text(speed: dict) -> str:
     design = speed.get("sequential")
     if design:
-        return (f" Rounds were launched until the interval was precise enough (`--precision`, `--time-budget`), "
+        return (f" Rounds were launched until the interval was precise enough (compare run's default; "
+                f"`--precision`, `--time-budget`), "
                 f"so the interval is an {design['method']} (docs/benchmarks.md), which holds however the rounds "
-                f"stopped; {stop_line(design, [speed])}.")
+                f"stopped; {stop_line(design, [design])}.")
     if speed.get("half_width") is None:
         return ""
     n = len(speed["rounds_used"])
