@@ -5,16 +5,19 @@ ways (issue 43, item 5). Pure: simulated records, no launcher."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from compare.analysis.records import RunRecord
+from compare.analysis.speed import SEQUENTIAL_RECORD
 from compare.analysis.speed_figures import PARITY_LAUNCH, SPEED_ROUNDS
 from compare.analysis.summary import analyse
 from compare.render.report import summary_table
 from compare.render.speed import figures_note, speed_line
+from tests.helpers import run
 from workload.record_format import CONTENTION_RECORD
 
 BATCH = 64
@@ -99,3 +102,29 @@ def test_without_speed_rounds_the_table_says_what_it_shows():
     assert alone["levels"][0]["speed"] is None
     assert [r["source"] for r in alone["summary"]] == [PARITY_LAUNCH]
     assert "parity launch" in summary_table(alone) and "the parity launch's" in figures_note(alone)
+
+
+@pytest.mark.slow
+def test_a_budget_that_runs_out_says_so_and_the_table_reads_the_verdicts_rounds(tmp_path, horovod_built):
+    """Through horovodrun and torchrun (np 1, short jobs): a budget far too short for +-1% stops the rounds,
+    and the terminal and the report say the target was not reached and why; the summary's step times are
+    the verdict's rounds' (their ratio is the verdict's), each row saying so. About a minute."""
+    out = tmp_path / "cmp"
+    budget = 60
+    result = run([sys.executable, "-m", "compare", "run", "--np", "1", "--seeds", "0", "--steps", "30",
+                  "--reference", "off", "--timed-seconds", "0.5", "--precision", "1%", "--time-budget", str(budget),
+                  "--out", str(out)], timeout=600)
+    assert result.returncode in (0, 4), result.stdout[-3000:] + result.stderr[-3000:]
+    design = json.loads((out / "runs" / SEQUENTIAL_RECORD).read_text())
+    assert design["stopped"] == "budget" and design["world_sizes"]["1"]["stopped"] == "budget", design
+    said = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
+    assert said.startswith("rounds: stopped short of the target at np 1: the time budget of 60 s was spent"), said
+    assert "(target ±1%)" in said, said
+    report = json.loads((out / "report.json").read_text())["analysis"]
+    speed = report["levels"][0]["speed"]
+    assert speed["n_rounds"] == design["rounds"] >= 1 and "stopped short of the target" in (
+        out / "report.md").read_text()
+    rows = {r["framework"]: r for r in report["summary"]}
+    assert table_agrees_with_verdict(rows, speed), (rows, speed["step_time_ratio"])
+    assert rows["ddp"]["source"] == SPEED_ROUNDS and rows["ddp"]["rounds"] == design["rounds"]
+    assert f"{design['rounds']} speed round" in result.stdout and "the speed verdict's" in result.stdout

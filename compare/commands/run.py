@@ -146,7 +146,7 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
         repeats=DEFAULT_ROUNDS if ns.repeats is None else ns.repeats, horovod_controller=ns.horovod_controller,
         launcher=ns.launcher,
         scheduler=where, step_delay_for=ns.step_delay_for, timed_seconds=ns.timed_seconds, aa=ns.aa,
-        precision=targets_for(ns.precision, world_sizes, given_budget=ns.time_budget) if sequential else None,
+        precision=targets_for(ns.precision, world_sizes) if sequential else None,
         time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget,
         budget_given=ns.time_budget is not None)
     first = first_round(comparison, framework_options, reference and not cannot)
@@ -368,8 +368,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             "docs/benchmarks.md: a confidence sequence, valid however the rounds stop)%(default).0s")
     speed.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                        help=f"the most seconds of launches, round 1 included, for the rounds (default "
-                            f"{DEFAULT_BUDGET_S:g}, after at least {DEFAULT_ROUNDS} speed rounds); alone: rounds "
-                            "until it is spent, with the precision that buys%(default).0s")
+                            f"{DEFAULT_BUDGET_S:g}, after at least {DEFAULT_ROUNDS} speed rounds); a size that "
+                            "reaches its --precision stops sooner%(default).0s")
     speed.add_argument("--timed-seconds", type=float, default=DEFAULT_TIMED_S, metavar="SECONDS",
                        help="each speed round's launches time about this many seconds of steady state (one seed, "
                             "the steps from round 1's step times, the same for both sides); round 1 then serves "

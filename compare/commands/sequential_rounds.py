@@ -81,13 +81,9 @@ def sequential_design_wanted(ns: argparse.Namespace) -> bool:
     return ns.repeats is None and set(ns.frameworks) == set(FRAMEWORKS)
 
 
-def targets_for(precision: dict[int | None, float] | None, world_sizes: tuple[int, ...],
-                given_budget: float | None = None) -> dict[int, float] | None:
-    """World size -> the precision to reach: --precision's (one for all, or per size), else the default's.
-    --time-budget alone: none (rounds until the budget is spent)."""
+def targets_for(precision: dict[int | None, float] | None, world_sizes: tuple[int, ...]) -> dict[int, float]:
+    """World size -> the precision to reach: --precision's (one for all, or per size), else the default's."""
     if precision is None:
-        if given_budget is not None:
-            return None
         return {ws: DEFAULT_PRECISION.get(ws, DEFAULT_PRECISION_MANY) for ws in world_sizes}
     every = precision.get(None)
     found = {ws: precision.get(ws, every) for ws in world_sizes}
