@@ -122,9 +122,13 @@ def test_a_budget_that_runs_out_says_so_and_the_table_reads_the_verdicts_rounds(
     assert "(target ±1%)" in said, said
     report = json.loads((out / "report.json").read_text())["analysis"]
     speed = report["levels"][0]["speed"]
-    assert speed["n_rounds"] == design["rounds"] >= 1 and "stopped short of the target" in (
-        out / "report.md").read_text()
+    assert "stopped short of the target" in (out / "report.md").read_text()
+    # On a quiet machine two or three speed rounds fit; on a loaded one round 1 may spend the budget, and
+    # the verdict then reads round 1 alone (as with --repeats 0): the table follows it either way.
+    counted = max(design["rounds"], 1)
+    assert speed["n_rounds"] == counted, (speed["n_rounds"], design)
     rows = {r["framework"]: r for r in report["summary"]}
     assert table_agrees_with_verdict(rows, speed), (rows, speed["step_time_ratio"])
-    assert rows["ddp"]["source"] == SPEED_ROUNDS and rows["ddp"]["rounds"] == design["rounds"]
-    assert f"{design['rounds']} speed round" in result.stdout and "the speed verdict's" in result.stdout
+    assert rows["ddp"]["source"] == SPEED_ROUNDS and rows["ddp"]["rounds"] == counted
+    assert rows["ddp"]["parity_launch_counted"] == (design["rounds"] == 0)
+    assert f"{counted} speed round" in result.stdout and "the speed verdict's" in result.stdout

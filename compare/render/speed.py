@@ -278,15 +278,17 @@ def timing_blocks(analysis: dict) -> list[Block]:
             "The speed verdict comes from rounds of launches: in each round both frameworks are launched once "
             "at each world size, the order reversed every other round (A B, B A ...) so that drift favours "
             "neither side. A round's ratio is the Horovod/DDP ratio of the two launches' median step times; "
-            "the verdict takes their geometric mean with a t interval over rounds (a paired test), and names a "
-            f"winner only when the interval excludes 1, every round points the same way and at least "
-            f"{MIN_ROUNDS} rounds ran on a free machine. A round during which other processes used the "
+            "the verdict takes their geometric mean with an interval over rounds: an anytime-valid confidence "
+            "sequence when rounds are launched until it is precise enough (the default), a t interval (a paired "
+            "test) for a fixed number (`--repeats N`). It names a winner only when the interval excludes 1 "
+            f"(with a fixed number, every round pointing the same way too) and at least {MIN_ROUNDS} rounds ran "
+            "on a free machine. A round during which other processes used the "
             "cores the job needed, or the hypervisor took time (steal), is left out and named; too few clean "
             "rounds, or ranks x threads beyond the cores, withhold the verdict."
         ),
         Para(
-            f"The tables below each round table: the parity launch (round 1, every seed), not the speed "
-            f"verdict's figures: step times of the slowest rank after {warmup} warm-up steps, pooled over "
+            f"Under each round table, the parity launch's (round 1, every seed), not the speed verdict's "
+            f"figures: step times of the slowest rank after {warmup} warm-up steps, pooled over "
             "seeds. `optimizer` includes Horovod's wait for outstanding allreduces; DDP overlaps its allreduce "
             "with `backward`."
         ),
