@@ -110,7 +110,7 @@ def test_a_budget_that_runs_out_says_so_and_the_table_reads_the_verdicts_rounds(
     and the terminal and the report say the target was not reached and why; the summary's step times are
     the verdict's rounds' (their ratio is the verdict's), each row saying so. About a minute."""
     out = tmp_path / "cmp"
-    budget = 60
+    budget = 40
     result = run([sys.executable, "-m", "compare", "run", "--np", "1", "--seeds", "0", "--steps", "30",
                   "--reference", "off", "--timed-seconds", "0.5", "--precision", "1%", "--time-budget", str(budget),
                   "--out", str(out)], timeout=600)
@@ -118,7 +118,7 @@ def test_a_budget_that_runs_out_says_so_and_the_table_reads_the_verdicts_rounds(
     design = json.loads((out / "runs" / SEQUENTIAL_RECORD).read_text())
     assert design["stopped"] == "budget" and design["world_sizes"]["1"]["stopped"] == "budget", design
     said = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
-    assert said.startswith("rounds: stopped short of the target at np 1: the time budget of 60 s was spent"), said
+    assert said.startswith("rounds: stopped short of the target at np 1: the time budget of 40 s was spent"), said
     assert "(target ±1%)" in said, said
     report = json.loads((out / "report.json").read_text())["analysis"]
     speed = report["levels"][0]["speed"]
