@@ -409,7 +409,7 @@ def test_precision_rounds_through_the_launchers(tmp_path):
     assert design["elapsed_s"] <= budget * 1.3, design  # the next round's time is guessed from the last one's
     said = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
     assert ("every world size reached its target" in said) == (design["stopped"] == "precision"), said
-    assert "np 1 ±" in said and f"(target ±{precision:.0%})" in said, said
+    assert "np 1 " in said and f"(target ±{precision:.0%})" in said, said  # its width, or "no interval yet"
     speed = report_of(out)["analysis"]["levels"][0]["speed"]
     assert [row["round"] for row in speed["rounds"]] == list(range(1, design["rounds"] + 1))
     assert all(row["order"] == (["horovod", "ddp"] if row["round"] % 2 else ["ddp", "horovod"])
