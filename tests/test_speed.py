@@ -14,20 +14,13 @@ import numpy as np
 import pytest
 
 from compare.analysis.contention import OTHERS_MIN_CORES, STEAL_LIMIT, judge_contention
+from compare.analysis.model_sweep import crossover, mlp_gradient_bytes
 from compare.analysis.records import RunRecord, find_runs
 from compare.analysis.sequential import METHOD, confidence_sequence, rounds_for
 from compare.analysis.simulate_speed import MEASURED, SIDES, draw_run
-from compare.analysis.speed import (
-    MIN_ROUNDS,
-    SEQUENTIAL_RECORD,
-    code_lines,
-    compare_speed,
-    crossover,
-    mlp_gradient_bytes,
-    recovery,
-    sequential_design,
-)
+from compare.analysis.speed import MIN_ROUNDS, SEQUENTIAL_RECORD, compare_speed, sequential_design
 from compare.analysis.timing import rounds_ratio
+from compare.analysis.tradeoffs import code_lines, recovery
 from compare.commands.report import tradeoff_inputs
 from compare.render.speed import speed_sentence, stop_line
 from tests.helpers import run
@@ -112,13 +105,49 @@ def test_the_design_is_read_from_beside_the_runs(tmp_path):
 
 
 def test_the_stop_is_said():
-    speeds = [{"world_size": 1, "half_width": 0.041}, {"world_size": 2, "half_width": None}]
-    assert stop_line({**DESIGN, "stopped": "precision"}, speeds[:1]) == (
-        "rounds: ±5% reached at every world size after 12 rounds (np 1 ±4.1%)")
-    assert stop_line(DESIGN, speeds) == ("rounds: time budget of 600 s spent after 12 rounds before ±5% was "
-                                         "reached (np 1 ±4.1%, np 2 no interval yet)")
-    assert stop_line({**DESIGN, "precision": None}, speeds[:1]).startswith("rounds: time budget of 600 s spent")
+    """Each world size's state: its interval, target and rounds; a size short of its target is named with why."""
+    np1 = {"world_size": 1, "half_width": 0.091, "target": 0.10, "stopped": "precision", "rounds": 6}
+    np2 = {"world_size": 2, "half_width": 0.22, "target": 0.15, "stopped": "budget", "rounds": 8}
+    design = {**DESIGN, "time_budget_s": 240.0}
+    assert stop_line({**design, "stopped": "precision"}, [np1]) == (
+        "rounds: every world size reached its target: np 1 ±9.1% (target ±10%) after 6 rounds")
+    assert stop_line(design, [np1, np2]) == (
+        "rounds: stopped short of the target at np 2: the time budget of 240 s was spent (`--time-budget` for "
+        "more); np 2 ±22.0% (target ±15%) after 8 rounds; reached: np 1 ±9.1% (target ±10%) after 6 rounds")
+    failed = stop_line({**design, "stopped": "failed"}, [{**np2, "stopped": "failed", "half_width": None}])
+    assert failed == "rounds: stopped short of the target at np 2: a launch failed; np 2 no interval yet " \
+                     "(target ±15%) after 8 rounds"
+    alone = stop_line(design, [{**np2, "target": None}])  # --time-budget alone: no target to fall short of
+    assert alone == "rounds: the time budget of 240 s was spent (np 2 ±22.0% after 8 rounds)"
     assert rounds_for(0.05, 0.2) > rounds_for(0.10, 0.2) > 10
+
+
+def test_the_default_design_stops_each_world_size_at_its_own_target(tmp_path):
+    """The default comparison is sequential: +-10% at np 1, +-15% above, within the default budget, the
+    short budget's mixture; --repeats N alone is the fixed design; --precision per size or for all."""
+    from compare.analysis.sequential import SHORT_MIXTURE_C
+    from compare.commands import run as run_command
+    from compare.commands.cli import build_parser
+
+    def planned(*args: str) -> run_command.ComparisonPlan:
+        ns = build_parser(["run"]).parse_args(["run", "--network", "host", "--reference", "off", "--seeds", "0",
+                                               "--out", str(tmp_path / "out"), *args])
+        return run_command.plan(ns)
+
+    default = planned("--np", "1,2,4")
+    assert default.sequential and default.precision == {1: 0.10, 2: 0.15, 4: 0.15}
+    assert default.time_budget == run_command.DEFAULT_BUDGET_S == 240 and not default.budget_given
+    assert run_command.start_design(default)["mixture_c"] == SHORT_MIXTURE_C
+    assert run_command.start_design(default)["minimum_rounds"] == run_command.DEFAULT_ROUNDS
+    fixed = planned("--repeats", "6")
+    assert not fixed.sequential and fixed.repeats == 6 and fixed.precision is None
+    assert not planned("--frameworks", "ddp").sequential  # one framework: no ratio to narrow
+    assert planned("--np", "1,2", "--precision", "1:5%,2:20%").precision == {1: 0.05, 2: 0.20}
+    assert planned("--np", "1,2", "--precision", "8%").precision == {1: 0.08, 2: 0.08}
+    given = planned("--time-budget", "3600")
+    assert given.precision == {1: 0.10, 2: 0.15} and given.budget_given
+    long = run_command.start_design(given)
+    assert long["mixture_c"] == 4.0 and long["minimum_rounds"] == 0
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -128,6 +157,8 @@ def test_the_stop_is_said():
     (["--precision", "5%", "--time-budget", "10"], "is below one round's expected time"),
     (["--time-budget", "0"], "--time-budget must be a positive number of seconds"),
     (["--precision", "5%", "--frameworks", "ddp"], "need both frameworks"),
+    (["--precision", "2:15%", "--np", "1,2"], "--precision names no target for np 1"),
+    (["--precision", "x:15%"], "expected NP:P% with NP a world size"),
 ])
 def test_bad_precision_or_budget_is_one_line_before_any_launch(tmp_path, capsys, args, message):
     from compare.__main__ import main
@@ -356,10 +387,10 @@ def mirrored(runs: list[RunRecord]) -> list[RunRecord]:
 @pytest.mark.slow
 def test_precision_rounds_through_the_launchers(tmp_path):
     """--precision through horovodrun and torchrun with a planted slowdown too large to miss: 10 ms a step on
-    Horovod, 5-15x its np 1 step (14.5x, round-to-round spread 0.05, in one run). The sequence is the whole
-    line before 7 rounds, so the loop looks after round 4 and 6 in vain and stops at the first look whose
-    interval is within +-80% (round 8 at a round-to-round spread of the log-ratio up to 0.23, round 10 up to
-    0.38), or at the budget (a backstop).
+    Horovod, 5-15x its np 1 step (14.5x, round-to-round spread 0.05, in one run). A budget this short takes
+    the short mixture (c = 0.5): the sequence is 6.0 round spreads wide at round 4, 1.97 at 6, so the loop
+    stops at the first look whose interval is within +-80% (round 4 at a round-to-round spread of the
+    log-ratio up to 0.1, round 6 up to 0.3), or at the budget (a backstop).
     The stop must agree with the intervals the records give at each look; with the others' CPU use taken out
     of the records the verdict must name DDP, and with the frameworks' names swapped, Horovod: a judge that
     never answers, or always names DDP, fails here. Error rates and power are simulated
@@ -372,11 +403,13 @@ def test_precision_rounds_through_the_launchers(tmp_path):
                   "--step-delay-ms", "10", "--step-delay-for", "horovod", "--out", str(out)], timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     design = json.loads((out / "runs" / SEQUENTIAL_RECORD).read_text())
-    assert design["stopped"] in ("precision", "budget") and design["rounds"] >= 8, design
+    assert design["stopped"] in ("precision", "budget") and design["rounds"] >= 4, design
+    assert design["mixture_c"] == 0.5 and design["world_sizes"]["1"]["stopped"] == design["stopped"], design
     assert design["rounds"] % 2 == 0, design  # looks after round 4, then after every pair
     assert design["elapsed_s"] <= budget * 1.3, design  # the next round's time is guessed from the last one's
     said = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
-    assert (f"±{precision:.0%} reached" in said) == (design["stopped"] == "precision"), said
+    assert ("every world size reached its target" in said) == (design["stopped"] == "precision"), said
+    assert "np 1 " in said and f"(target ±{precision:.0%})" in said, said  # its width, or "no interval yet"
     speed = report_of(out)["analysis"]["levels"][0]["speed"]
     assert [row["round"] for row in speed["rounds"]] == list(range(1, design["rounds"] + 1))
     assert all(row["order"] == (["horovod", "ddp"] if row["round"] % 2 else ["ddp", "horovod"])
@@ -395,7 +428,7 @@ def test_precision_rounds_through_the_launchers(tmp_path):
         path.write_text(json.dumps({**record, "others_cpu_s": 0.0, "others_cores": 0.0, "top_others": [],
                                     "steal_fraction": 0.0}))
     calm = compare_speed(1, find_runs(out / "runs"), warmup=5)
-    assert calm["sequential"]["precision"] == precision and calm["n_rounds"] == design["rounds"]
+    assert calm["sequential"]["target"] == precision and calm["n_rounds"] == design["rounds"]
     medians = {f: np.exp(np.mean(np.log([row[f"{f}_median_s"] for row in calm["rounds"]]))) for f in SIDES}
     assert calm["step_time_ratio"] == pytest.approx(medians["horovod"] / medians["ddp"])
     assert calm["ci_low"] > 1 and calm["winner"] == "ddp", speed_sentence(calm)  # 5x: no interval holds 1

@@ -21,7 +21,7 @@ import pytest
 
 from compare.analysis.contention import judge_contention
 from compare.analysis.records import RunRecord
-from compare.analysis.sequential import log_half_width
+from compare.analysis.sequential import MIXTURE_C, SHORT_MIXTURE_C, log_half_width
 from compare.analysis.simulate_speed import (
     CLAIMS,
     DEFAULT,
@@ -42,6 +42,7 @@ from compare.analysis.simulate_speed import (
 )
 from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
 from compare.commands import run as run_command
+from compare.commands import sequential_rounds
 from compare.commands.cli import build_parser
 from compare.render.speed import error_rate_markdown, speed_sentence
 from workload.record_format import CONTENTION_RECORD, METRICS, RUN_JSON, SCHEMA_VERSION
@@ -111,17 +112,36 @@ def test_an_unsupported_bound_fails():
     assert rate_interval(20, 2000)[2] < 0.02 and rate_interval(100, 2000)[2] > 0.05
 
 
-def test_the_confidence_sequence_holds_when_read_after_every_round():
-    """Looked at after each of 200 rounds, Gaussian or heavy-tailed, it misses the mean in under 5%."""
+@pytest.mark.parametrize("c", [MIXTURE_C, SHORT_MIXTURE_C])
+def test_the_confidence_sequence_holds_when_read_after_every_round(c):
+    """Looked at after each of 200 rounds, Gaussian or heavy-tailed, it misses the mean in under 5%: with the
+    long budgets' c and with the default's (short budget)."""
     rng = np.random.default_rng(3)
     n = np.arange(1, 201)
     for draws in (rng.standard_normal((TRIALS, 200)), rng.standard_t(3, (TRIALS, 200))):
         total, squares = np.cumsum(draws, axis=1), np.cumsum(draws**2, axis=1)
         mean = total / n
-        half = log_half_width(n, squares - n * mean**2)
+        half = log_half_width(n, squares - n * mean**2, c=c)
         missed = int(np.sum(np.any(np.abs(mean) >= half, axis=1)))
         assert rate_interval(missed, TRIALS)[2] <= 0.05, missed
     assert np.isinf(log_half_width(2, 1.0)) and np.isfinite(log_half_width(10, 9.0))
+
+
+def test_the_default_design_names_no_false_winner_and_catches_a_large_difference():
+    """compare run's default (rounds until +-10% at np 1, the first look after 4, the short budget's c; about
+    8 speed rounds fit its budget here) under the realistic noise: with no difference a winner in at most 5%
+    of runs (the exact 95% interval's upper end), and a 2x difference named the right way in most, never the
+    wrong way (the check has power, not only a small size)."""
+    rng = np.random.default_rng(12)
+    for slower, wrong in ((1.0, None), (2.0, -1)):
+        times, _ = draw_run(rng, MEASURED, TRIALS, 8, slower=slower)
+        out = sequential_rule(round_logs(times, MEASURED.warmup), 0.10, first_look=run_command.DEFAULT_ROUNDS,
+                              c=SHORT_MIXTURE_C)
+        named = int(np.sum(out["winner"] != 0))
+        if wrong is None:
+            assert rate_interval(named, TRIALS)[2] <= 0.05, named
+        else:
+            assert not np.any(out["winner"] == wrong) and named > TRIALS / 2, named
 
 
 DOCUMENTED_SPREAD = 0.34  # docs/benchmarks.md: the rounds' log-ratio sd under this noise, to 2 digits
@@ -272,36 +292,42 @@ class _Scheduler:
         return types.SimpleNamespace(framework=framework, world_size=world_size, options=options, run_root=run_root)
 
 
+@pytest.mark.parametrize("default", [False, True], ids=["--precision 20%", "the default design"])
 @pytest.mark.parametrize("timed", [False, True], ids=["own steps", "timed windows"])
-def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed):
+def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed, default):
     """compare run's own loop (more_rounds: --repeats rounds, then pairs, a look after each, stop at +-P% or at
     the budget) on simulated launches stops where the simulated rule does, with the same interval, and names
     a side exactly when that anytime-valid interval excludes 1: so the claims for PRECISION's rule (its
     coverage and error rates above) are claims for the loop. Some trials reach the precision, some spend the
     budget; some name DDP (the faster side), some do not. With timed windows (the default) round 1 is the
     parity launch, not a speed round: the loop counts the speed rounds after it, and the parity launch's
-    times (Horovod 3x slower here) never enter the interval."""
-    budget, precision, trials = 30, 0.20, 10
+    times (Horovod 3x slower here) never enter the interval. The default design (no --precision, no
+    --repeats: +-15% at np 2, the short budget's mixture c, its first rounds forced) is the same rule with
+    its own target and c."""
+    budget, trials = 30, 10
+    precision = run_command.DEFAULT_PRECISION_MANY if default else 0.20
     assert PRECISION.first_look == run_command.DEFAULT_ROUNDS  # the simulated looks are the loop's
     times, others = draw_run(np.random.default_rng(6), MEASURED, trials, budget, slower=1.25)
     logs = round_logs(times, MEASURED.warmup)
-    out = sequential_rule(logs, precision, first_look=run_command.DEFAULT_ROUNDS)
     clock = [0.0]
-    monkeypatch.setattr(run_command, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(sequential_rounds, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(run_command, "DEFAULT_BUDGET_S", budget + timed)
+    chosen = ["--time-budget", str(budget + timed), "--precision", f"{precision:.0%}"] if not default else []
     seen = []
     for trial in range(trials):
         root = tmp_path / str(trial)
         ns = build_parser(["run"]).parse_args(["run", "--np", "2", "--seeds", "0", "--reference", "off",
-                                               "--network", "host", "--precision", f"{precision:.0%}",
-                                               "--time-budget", str(budget + timed), "--out", str(root),
+                                               "--network", "host", *chosen, "--out", str(root),
                                                "--timed-seconds", "2" if timed else "0"])
         plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={2: 100} if timed else None)
         design = run_command.start_design(plan)
+        out = sequential_rule(logs, precision, first_look=run_command.DEFAULT_ROUNDS, c=design["mixture_c"])
         rounds = _Rounds(root / "runs", times[trial], others[trial], clock, timed)
         for framework in SIDES:
             rounds.write(framework, 1)  # round 1, as run_suite launches it before the loop
         clock[0] = 1.0  # round 1 took a second, as every round will
-        run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, 1.0, True)
+        run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, 1.0, True,
+                                lambda numbers, sizes, plan=plan: run_command.later_rounds(plan, numbers, sizes))
         recorded = json.loads((root / "runs" / SEQUENTIAL_RECORD).read_text())
         assert recorded["rounds"] == int(out["rounds"][trial]) == 1 - timed + len(rounds.rounds), (trial, recorded)
         assert recorded["stopped"] == ("precision" if out["reached"][trial] else "budget"), (trial, recorded)

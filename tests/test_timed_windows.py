@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compare.analysis.aa import compare_aa
 from compare.analysis.records import RunRecord, find_runs
-from compare.analysis.speed import compare_aa, compare_speed
+from compare.analysis.speed import compare_speed
 from compare.analysis.timing import MIN_WINDOW_STEPS, window_steps
 from compare.render.speed import aa_sentence
 from tests.helpers import run

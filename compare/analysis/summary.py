@@ -13,8 +13,9 @@ from compare.analysis.causes import likely_causes
 from compare.analysis.judge import judge
 from compare.analysis.parity import CONFIDENCE, STEP_K, STEP_RTOL, Band, Margin, calibrated_band, combine_bands
 from compare.analysis.records import RecordError, RunRecord, jsonable
-from compare.analysis.speed import TradeoffInputs, add_speed, tradeoffs
+from compare.analysis.speed_figures import add_speed
 from compare.analysis.time_to_target import Target, time_to_target
+from compare.analysis.tradeoffs import TradeoffInputs, tradeoffs
 from compare.names import FRAMEWORKS, JUDGED, display
 
 Group = dict[int, RunRecord]  # seed -> run
@@ -125,7 +126,7 @@ def analyse_level(world_size: int, groups: dict[tuple[str, int], Group], *, warm
                 framework, "reference", present[framework], present["reference"], with_end_points=False,
                 band=pair_band(framework, "reference", world_size, bands, rtol, k), **options,
             )
-    timing, speed = {}, None  # add_speed fills both in, from every round of launches
+    timing, speed = {}, None  # add_speed fills both in (and "figures"), from every round of launches
     return {
         "world_size": world_size,
         "seeds": {f: sorted(g) for f, g in present.items()},
@@ -142,24 +143,27 @@ def max_rel_diff(comparison: dict) -> float | None:
 
 
 def summary_rows(levels: list[dict]) -> list[dict]:
-    """One row per (framework, world size): the numbers of the report's summary table."""
+    """One row per (framework, world size): the numbers of the report's summary table. Step times,
+    throughput and scaling are the level's figures (the speed verdict's rounds where it has some; "source"
+    says which)."""
     rows = []
     for level in levels:
         comparisons = level["comparisons"]
-        for framework, entry in level["timing"].items():
+        for framework, entry in level["figures"].items():
             vs_other = comparisons.get("horovod_vs_ddp") if framework in FRAMEWORKS else None
             vs_reference = comparisons.get(f"{framework}_vs_reference")
             other_diff = max_rel_diff(vs_other) if vs_other else None
             reference_diff = max_rel_diff(vs_reference) if vs_reference else None
-            step = entry["step"]
             rows.append({
                 "framework": framework,
                 "world_size": level["world_size"],
                 "seeds": entry["seeds"],
-                "median_step_ms": step["median"] * 1e3 if step["median"] is not None else None,
-                "p90_step_ms": step["p90"] * 1e3 if step["p90"] is not None else None,
+                "step_ms": entry["step_s"] * 1e3 if entry["step_s"] is not None else None,
                 "samples_per_s": entry["throughput"],
                 "scaling_efficiency": entry["scaling_efficiency"],
+                "source": entry["source"],
+                "rounds": entry["rounds"],
+                "parity_launch_counted": entry["parity_launch_counted"],
                 "max_rel_diff_vs_other": other_diff,
                 "max_rel_diff_vs_reference": reference_diff,
             })

@@ -32,8 +32,8 @@ def frameworks(text: str) -> tuple[str, ...]:
     return names
 
 
-def precision(text: str) -> float:
-    """--precision: a percentage (5%) or a fraction (0.05), above 0 and below 100%."""
+def fraction(text: str) -> float:
+    """A percentage (5%) or a fraction (0.05), above 0 and below 100%."""
     value = text.strip()
     try:
         number = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
@@ -42,6 +42,20 @@ def precision(text: str) -> float:
     if not 0 < number < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: the precision must be above 0 and below 100% (e.g. 5%)")
     return number
+
+
+def precision(text: str) -> dict[int | None, float]:
+    """--precision: one target for every world size (10%), or per size (1:10%,2:15%); None keys all sizes."""
+    targets: dict[int | None, float] = {}
+    for part in text.split(","):
+        size, sep, value = part.rpartition(":")
+        if not sep:
+            targets[None] = fraction(value)
+            continue
+        if not size.strip().isdigit() or int(size) < 1:
+            raise argparse.ArgumentTypeError(f"{part!r}: expected NP:P% with NP a world size, e.g. 2:15%")
+        targets[int(size)] = fraction(value)
+    return targets
 
 
 def margin(text: str) -> tuple[str, object]:

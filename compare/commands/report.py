@@ -10,9 +10,9 @@ from pathlib import Path
 
 from compare.analysis.faults import DEFAULT_FAULTS_OUT, FAULTS_JSON
 from compare.analysis.records import RecordError, RunRecord, find_runs
-from compare.analysis.speed import TradeoffInputs, code_lines
 from compare.analysis.summary import analyse
 from compare.analysis.time_to_target import Target, evaluated_metrics
+from compare.analysis.tradeoffs import TradeoffInputs, code_lines
 from compare.commands.arguments import (
     AnalysisSettings,
     analysis_settings,
@@ -23,7 +23,7 @@ from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, Tuning, tuning_from_record
 from compare.names import EXIT_RUN_FAILED, Parity
 from compare.render.report import environment_from_runs, summary_table, write_report
-from compare.render.speed import speed_line
+from compare.render.speed import figures_note, speed_line
 from compare.render.time_to_target import time_to_target_line
 from compare.render.verdicts import parity_line
 from workload import record_format
@@ -150,6 +150,8 @@ def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes:
         analysis["tuning"] = tuning.record()
     paths = write_report(out, runs, analysis, commands=comparison.get("commands"), environment=env)
     print(summary_table(analysis))
+    if (note := figures_note(analysis)) is not None:
+        print(note)
     print(f"\n{parity_line(analysis)}")
     print(f"speed: {speed_line(analysis)}")
     if (reached := time_to_target_line(analysis)) is not None:

@@ -9,29 +9,33 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from compare.analysis.parity import CONFIDENCE, MIN_OVERLAP
+from compare.analysis.parity import MIN_OVERLAP
 from compare.analysis.records import find_runs
-from compare.analysis.sequential import METHOD, MIXTURE_C
-from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
+from compare.analysis.speed import compare_speed
 from compare.analysis.time_to_target import Target
 from compare.analysis.timing import launch_median, window_steps
 from compare.commands import scheduler
 from compare.commands.arguments import AnalysisSettings, analysis_settings, resolve_targets
 from compare.commands.options import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, DEFAULT_SEEDS
 from compare.commands.report import ReportInputs, publish
+from compare.commands.runner import Runner
+from compare.commands.sequential_rounds import (
+    clear_design,
+    launches_per_round,
+    more_rounds,
+    sequential_design_wanted,
+    start_design,
+    targets_for,
+)
 from compare.commands.sweep import run_sweep, sweep_plan
 from compare.launch.lines import Launch, private_network_available
-from compare.launch.logs import steps_done
-from compare.launch.process import Outcome
 from compare.launch.scheduling import LocalScheduler, Scheduler
 from compare.launch.slurm import SlurmScheduler
 from compare.launch.tuning import TUNING_RECORD, Tuning, load_tuning, mismatch
 from compare.names import EXIT_RUN_FAILED, FRAMEWORKS, display
-from compare.render.progress import ProgressReporter
 from compare.render.speed import stop_line
 from workload.errors import UsageError
 from workload.files import write_json_atomic
@@ -81,8 +85,9 @@ class ComparisonPlan(ReportInputs):
     timed_seconds: float  # each speed launch's steady window; 0: the old design, round 1 is a speed round too
     aa: str | None  # the framework launched twice in every speed round (A/A), or None
     window: dict[int, int] | None = None  # world size -> steps of a speed launch, from round 1's step times
-    precision: float | None
+    precision: dict[int, float] | None  # world size -> the +-fraction the sequential rounds aim at
     time_budget: float | None  # set (a default if need be) exactly when the rounds are sequential
+    budget_given: bool = False  # --time-budget on the command line: the default's first rounds are not forced
 
     @property
     def sequential(self) -> bool:
@@ -116,7 +121,8 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
     cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
     if cannot and ns.reference == "on":
         raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
-    sequential = ns.precision is not None or ns.time_budget is not None
+    sequential = sequential_design_wanted(ns)
+    world_sizes = tuple(sorted(set(ns.np)))
     comparison = ComparisonPlan(
         analysis=analysis or analysis_settings(ns), targets=targets, tuning=tuning, private_network=private,
         reference_skipped=cannot[0] if cannot and reference else None, launches=(), options=options,
@@ -125,8 +131,9 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
         repeats=DEFAULT_ROUNDS if ns.repeats is None else ns.repeats, horovod_controller=ns.horovod_controller,
         launcher=ns.launcher,
         scheduler=where, step_delay_for=ns.step_delay_for, timed_seconds=ns.timed_seconds, aa=ns.aa,
-        precision=ns.precision,
-        time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget)
+        precision=targets_for(ns.precision, world_sizes) if sequential else None,
+        time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget,
+        budget_given=ns.time_budget is not None)
     first = first_round(comparison, framework_options, reference and not cannot)
     return replace(comparison, launches=tuple(first))
 
@@ -201,13 +208,15 @@ def speed_options(plan: ComparisonPlan, options: Options, world_size: int) -> Op
                    window_seconds=plan.timed_seconds)
 
 
-def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Launch]:
+def later_rounds(plan: ComparisonPlan, numbers: range | None = None,
+                 world_sizes: tuple[int, ...] | None = None) -> list[Launch]:
     """The speed rounds (or `numbers`): each framework launched again at each world size, first seed only, the
     order reversed every other round (A B, B A, A B ...) so that drift in the machine favours neither side;
     each in runs/FRAMEWORK-npN-roundR/ with the round in run.json (parity reads round 1 only). With
     --timed-seconds they are rounds 2..--repeats+1, each timing a long window (round 1, the parity launch,
     is not one of them); without, rounds 2..--repeats, round 1 counting as the first. With --aa the twin
-    runs next to its framework's launch (runs/FRAMEWORK-npN-roundR-twin/), after it and before it in turn."""
+    runs next to its framework's launch (runs/FRAMEWORK-npN-roundR-twin/), after it and before it in turn.
+    `world_sizes`: the sizes still launching (a sequential design stops each at its own target)."""
     make = plan.scheduler.make
     launches = []
     last = plan.repeats + (1 if plan.timed_seconds else 0)
@@ -220,7 +229,7 @@ def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Lau
         if plan.aa:  # the twin beside its framework's launch, after it and before it in turn
             at = order.index(plan.aa) + (number % 2)
             order = (*order[:at], "twin", *order[at:])
-        for world_size in plan.world_sizes:
+        for world_size in world_sizes or plan.world_sizes:
             for slot in order:
                 framework = plan.aa if slot == "twin" else slot
                 where = f"{framework}-np{world_size}-round{number}" + ("-twin" if slot == "twin" else "")
@@ -230,35 +239,6 @@ def later_rounds(plan: ComparisonPlan, numbers: range | None = None) -> list[Lau
                                      horovod_controller=plan.horovod_controller, launcher=plan.launcher,
                                      extra_env=plan.tuning.env.get(framework), private_network=plan.private_network))
     return launches
-
-
-class Runner:
-    """Runs launches one after the other with progress shown; more can be added as rounds go on."""
-
-    def __init__(self, scheduler: Scheduler, timeout: float, planned_total: int):
-        self.scheduler = scheduler
-        self.timeout = timeout
-        self.reporter = ProgressReporter(planned_total)
-        self.outcomes: list[Outcome] = []
-        self.count = 0  # launches known so far, for "[index/count]"
-
-    def run(self, launches: list[Launch], planned: list[int]) -> bool:
-        """Run these launches; True when every one ended well."""
-        ok = True
-        first = len(self.outcomes)
-        for index, (launch, steps) in enumerate(zip(launches, planned, strict=True), first + 1):
-            shutil.rmtree(launch.run_root, ignore_errors=True)  # this tool's own output: no stale records
-            self.reporter.begin(launch.label, index, self.count, planned_steps=steps)
-            outcome = self.scheduler.run(launch, self.timeout,
-                             on_poll=lambda launch=launch: self.reporter.update(steps_done(launch.run_root,
-                                                                                           launch.seeds)))
-            self.outcomes.append(outcome)
-            self.reporter.end(outcome.describe(), steps_done(launch.run_root, launch.seeds), outcome.ok)
-            if not outcome.ok:
-                ok = False
-                print(f"--- last lines of {outcome.launch.log_path} ---\n{outcome.log_tail}\n---",
-                      file=sys.stderr, flush=True)
-        return ok
 
 
 def round_estimate_s(launches: list[Launch], planned: list[int]) -> float:
@@ -277,7 +257,7 @@ def run_suite(plan: ComparisonPlan) -> int:
                 else planned_steps(plan.options, plan.train_size, launch.world_size) * len(launch.seeds)
                 for launch in launches]
 
-    if plan.sequential:
+    if plan.sequential and plan.budget_given:
         needed = round_estimate_s(first_round, steps_of(first_round))
         if plan.time_budget < needed:
             raise UsageError(f"--time-budget {plan.time_budget:g} s is below one round's expected time (about "
@@ -309,9 +289,9 @@ def run_suite(plan: ComparisonPlan) -> int:
         if design is not None:
             # Until a later round has run, its time is guessed from round 1's, by the launches in each (and
             # each speed launch's timed window).
-            launches_per_round = (len(plan.frameworks) + bool(plan.aa)) * len(plan.world_sizes)
-            per_round = (per_launch + plan.timed_seconds) * launches_per_round
-            more_rounds(plan, design, runner, steps_of, started, per_round, ok)
+            per_round = (per_launch + plan.timed_seconds) * launches_per_round(plan, plan.world_sizes)
+            more_rounds(plan, design, runner, steps_of, started, per_round, ok,
+                        lambda numbers, sizes: later_rounds(plan, numbers, sizes))
     finally:
         runner.reporter.close()
     wall = time.monotonic() - started
@@ -321,7 +301,7 @@ def run_suite(plan: ComparisonPlan) -> int:
         return EXIT_RUN_FAILED
     if design is not None:
         speeds = [compare_speed(ws, runs, plan.analysis.warmup, design=design) for ws in plan.world_sizes]
-        print(stop_line(design, speeds), flush=True)
+        print(stop_line(design, [s["sequential"] if s else None for s in speeds]), flush=True)
     return publish(plan.out, runs, plan, outcomes=runner.outcomes, wall_s=wall)
 
 
@@ -330,57 +310,6 @@ def clear_rounds(out: Path) -> None:
     runs = out / "runs"
     for stale in runs.glob("*-round*") if runs.is_dir() else ():
         shutil.rmtree(stale, ignore_errors=True)
-
-
-def start_design(plan: ComparisonPlan) -> dict:
-    """The sequential design, written beside the runs before the first launch."""
-    runs = plan.out / "runs"
-    design = {"sequential": True, "precision": plan.precision, "time_budget_s": plan.time_budget,
-              "first_look": plan.repeats, "looks": "after --repeats rounds, then after every second round",
-              "confidence": CONFIDENCE, "method": METHOD, "mixture_c": MIXTURE_C, "stopped": None, "rounds": None}
-    runs.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(runs / SEQUENTIAL_RECORD, design)
-    return design
-
-
-def clear_design(out: Path) -> None:
-    """A fixed number of rounds: an earlier sequential run's design must not apply to these runs."""
-    (out / "runs" / SEQUENTIAL_RECORD).unlink(missing_ok=True)
-
-
-def more_rounds(plan: ComparisonPlan, design: dict, runner: Runner, steps_of: Callable[[list[Launch]], list[int]],
-                started: float, per_round: float, ok: bool) -> None:
-    """Rounds 2..--repeats one by one, then in whole pairs (A B, B A), until the anytime-valid interval is
-    within --precision at every world size, the next round(s) would overrun --time-budget, or a launch
-    failed; record which. The interval is looked at from round --repeats on, after every pair."""
-    number = 1  # the last round launched; with timed windows round 1 is the parity launch, not a speed round
-    offset = 1 if plan.timed_seconds else 0
-    while True:
-        done = number - offset  # speed rounds so far
-        look = done >= plan.repeats and design["precision"] is not None
-        speeds = ([compare_speed(ws, find_runs(plan.out / "runs"), plan.analysis.warmup, design=design)
-                   for ws in plan.world_sizes] if look else [])
-        # looks after whole pairs, so that drift and order effects cancel
-        size = 1 if done < plan.repeats or done % 2 else 2
-        if look and all(s and s["sequential"]["reached"] for s in speeds):
-            stopped = "precision"
-        elif not ok:
-            stopped = "failed"
-        elif time.monotonic() - started + size * per_round > plan.time_budget:
-            stopped = "budget"
-        else:
-            batch = later_rounds(plan, range(number + 1, number + size + 1))
-            planned = steps_of(batch)
-            runner.count += len(batch)
-            runner.reporter.total += sum(planned)
-            before = time.monotonic()
-            ok = runner.run(batch, planned)
-            per_round = (time.monotonic() - before) / size
-            number += size
-            continue
-        design.update(stopped=stopped, rounds=number - offset, elapsed_s=round(time.monotonic() - started, 1))
-        write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
-        return
 
 
 def main(ns: argparse.Namespace) -> int:

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from compare.analysis.model_sweep import crossover, sweep_points
 from compare.analysis.records import find_runs, jsonable
-from compare.analysis.speed import crossover, sweep_points
 from compare.launch.lines import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch

@@ -141,16 +141,16 @@ def plot_step_times(groups: dict[tuple[str, int], Group], warmup: int, path: Pat
         patch.set_facecolor(color)
         patch.set_alpha(0.5)
     ax.set_xticks(range(1, len(labels) + 1), labels)
-    ax.set_title(f"Step time after {warmup} warm-up steps (all seeds)")
+    ax.set_title(f"Step time after {warmup} warm-up steps (the parity launch, all seeds)")
     ax.set_ylabel("step time (ms, slowest rank)")
     return save_figure(fig, path)
 
 
 def plot_scaling(analysis: dict, path: Path) -> Path | None:
-    """Throughput and scaling efficiency against world size, per framework."""
+    """Throughput and scaling efficiency against world size, per framework: the summary's figures."""
     series: dict[str, list[tuple[int, float | None, float | None]]] = {}
     for level in analysis["levels"]:
-        for framework, entry in level["timing"].items():
+        for framework, entry in level["figures"].items():
             if framework in FRAMEWORKS and entry["throughput"]:
                 series.setdefault(framework, []).append(
                     (level["world_size"], entry["throughput"], entry["scaling_efficiency"])
@@ -171,7 +171,7 @@ def plot_scaling(analysis: dict, path: Path) -> Path | None:
         ax.set_xticks(sorted({p[0] for points in series.values() for p in points}))
         ax.legend()
     ax_thr.set_title("Throughput")
-    ax_thr.set_ylabel("samples / s (global batch / median step time)")
+    ax_thr.set_ylabel("samples / s (global batch / step time, as the summary)")
     ax_eff.set_title("Scaling efficiency vs the same framework at np 1")
     ax_eff.set_ylabel("throughput_n / (n x throughput_1)")
     ax_eff.set_ylim(bottom=0)

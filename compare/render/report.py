@@ -31,6 +31,8 @@ from compare.render.blocks import (
 from compare.render.causes import cause_lines
 from compare.render.plots import write_plots
 from compare.render.speed import (
+    figures_note,
+    source_cell,
     speed_glance,
     speed_line,
     speed_sentence,
@@ -48,7 +50,7 @@ REPORT_SCHEMA_VERSION = 1
 # ---- content --------------------------------------------------------------------------------------------
 
 SUMMARY_HEADERS = [
-    "framework", "np", "median step ms", "p90 ms", "samples/s", "scaling eff.",
+    "framework", "np", "step ms", "samples/s", "scaling eff.", "timed in",
     "step-wise max rel diff vs other framework", "vs reference",
 ]
 
@@ -57,17 +59,17 @@ def summary_cells(row: dict) -> list[str]:
     return [
         display(row["framework"]),
         str(row["world_size"]),
-        num(row["median_step_ms"], ".2f"),
-        num(row["p90_step_ms"], ".2f"),
+        num(row["step_ms"], ".2f"),
         num(row["samples_per_s"], ".1f"),
         num(row["scaling_efficiency"], ".2f"),
+        source_cell(row),
         num(row["max_rel_diff_vs_other"], ".2e"),
         num(row["max_rel_diff_vs_reference"], ".2e"),
     ]
 
 
 def summary_table(analysis: dict) -> str:
-    """The summary as a plain-text aligned table, for a terminal."""
+    """The summary as a plain-text aligned table, for a terminal (figures_note says what its figures are)."""
     return text_table(SUMMARY_HEADERS, [summary_cells(r) for r in analysis["summary"]])
 
 
@@ -200,6 +202,8 @@ def environment_blocks(environment: dict, commands: list[str]) -> list[Block]:
 def report_blocks(analysis: dict, plots: list[Path], environment: dict, commands: list[str]) -> list[Block]:
     blocks: list[Block] = [verdict_card(analysis, plots)]
     blocks += [Heading(2, "Summary"), Table(SUMMARY_HEADERS, [summary_cells(r) for r in analysis["summary"]])]
+    if (note := figures_note(analysis)) is not None:
+        blocks.append(Para(f"{note[0].upper()}{note[1:]}."))
     if analysis["notes"]:
         blocks += [Para("Notes:"), Bullets(analysis["notes"])]
     blocks += failure_blocks(analysis)  # never folded away

@@ -5,7 +5,8 @@ communication, recovery, code)."""
 from __future__ import annotations
 
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome
-from compare.names import display
+from compare.analysis.speed_figures import SPEED_ROUNDS
+from compare.names import FRAMEWORKS, display
 from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
 from compare.render.time_to_target import tradeoff_cells, tradeoff_headers
 
@@ -117,6 +118,35 @@ def speed_line(analysis: dict) -> str:
     return "no world size has both Horovod and DDP runs to compare speed"
 
 
+# ---- the summary's figures ------------------------------------------------------------------------------
+
+def source_cell(row: dict) -> str:
+    """Where a summary row's step time and throughput come from, e.g. "4 speed rounds", "parity launch"."""
+    if row["source"] == SPEED_ROUNDS:
+        rounds = f"{row['rounds']} speed round{'s' * (row['rounds'] != 1)}"
+        return f"{rounds} (round 1 among them)" if row["parity_launch_counted"] else rounds
+    return "parity launch"
+
+
+def figures_note(analysis: dict) -> str | None:
+    """What the summary's step times and throughput are, in one line (under the table and the terminal's)."""
+    rows = analysis["summary"]
+    parts = []
+    if any(r["source"] == SPEED_ROUNDS for r in rows):
+        parts.append("Horovod's and DDP's are the speed verdict's: each launch's median step, their geometric mean "
+                     "over the rounds the verdict counts, so Horovod's over DDP's is the verdict's ratio (the "
+                     "parity launch's figures are in the details, under Timing)")
+    if any(r["parity_launch_counted"] for r in rows):
+        parts.append("with `--timed-seconds 0` or `--repeats 0` the verdict's rounds include round 1, the parity "
+                     "launch (its first seed)")
+    if any(r["source"] != SPEED_ROUNDS and r["framework"] in FRAMEWORKS for r in rows):
+        parts.append("where no speed verdict reads rounds (one framework, imported runs) the parity launch's: "
+                     "round 1, every seed, shorter than a speed launch")
+    if any(r["framework"] == "reference" for r in rows):
+        parts.append("the reference's from its parity launch")
+    return "step times and throughput: " + "; ".join(parts) if parts else None
+
+
 # ---- what was compared ----------------------------------------------------------------------------------
 
 def setup_text(level: dict) -> str:
@@ -198,34 +228,41 @@ def rounds_table(speed: dict) -> Table:
                   "contention, Horovod launch", "contention, DDP launch"], rows)
 
 
-def _widths(speeds: list[dict | None]) -> str:
-    parts = [f"np {s['world_size']} " + (f"±{s['half_width']:.1%}" if s.get("half_width") is not None
-                                         else "no interval yet")
-             for s in speeds if s]
-    return ", ".join(parts)
+def _size_words(state: dict) -> str:
+    """One world size's sequential state, e.g. "np 2 ±22% (target ±15%) after 8 rounds"."""
+    width = f"±{state['half_width']:.1%}" if state.get("half_width") is not None else "no interval yet"
+    target = f" (target ±{state['target']:.0%})" if state.get("target") else ""
+    rounds = f" after {state['rounds']} rounds" if state.get("rounds") else ""
+    return f"np {state['world_size']} {width}{target}{rounds}"
 
 
-def stop_line(design: dict, speeds: list[dict | None]) -> str:
-    """Why `compare run --precision/--time-budget` stopped launching rounds, in one line."""
-    rounds = f"after {design['rounds']} rounds" if design.get("rounds") else ""
-    target = f"±{design['precision']:.0%}" if design.get("precision") else None
-    widths = _widths(speeds)
-    if design.get("stopped") == "precision":
-        return f"rounds: {target} reached at every world size {rounds} ({widths})"
-    if design.get("stopped") == "failed":
-        return f"rounds: stopped {rounds}: a launch failed ({widths})"
-    spent = f"time budget of {design['time_budget_s']:g} s spent {rounds}"
-    if target:
-        return f"rounds: {spent} before {target} was reached ({widths})"
-    return f"rounds: {spent} ({widths})"
+def stop_line(design: dict, states: list[dict | None]) -> str:
+    """Why the sequential rounds stopped (every world size at its target, or short of it and why), in one line,
+    from each world size's sequential state (compare_speed's "sequential")."""
+    states = [s for s in states if s]
+    short = [s for s in states if s.get("stopped") != "precision"]
+    if not short and states:
+        return "rounds: every world size reached its target: " + ", ".join(_size_words(s) for s in states)
+    why = {"failed": "a launch failed"}.get(str(design.get("stopped")),
+                                            f"the time budget of {design['time_budget_s']:g} s was spent")
+    if not any(s.get("target") for s in states):
+        return f"rounds: {why} ({', '.join(_size_words(s) for s in states)})"
+    more = " (`--time-budget` for more)" if design.get("stopped") == "budget" else ""
+    reached = [s for s in states if s not in short]
+    sizes = ", ".join(f"np {s['world_size']}" for s in short)
+    text = f"rounds: stopped short of the target at {sizes}: {why}{more}; " + ", ".join(map(_size_words, short))
+    if reached:
+        text += "; reached: " + ", ".join(_size_words(s) for s in reached)
+    return text
 
 
 def precision_text(speed: dict) -> str:
     design = speed.get("sequential")
     if design:
-        return (f" Rounds were launched until the interval was precise enough (`--precision`, `--time-budget`), "
+        return (f" Rounds were launched until the interval was precise enough (compare run's default; "
+                f"`--precision`, `--time-budget`), "
                 f"so the interval is an {design['method']} (docs/benchmarks.md), which holds however the rounds "
-                f"stopped; {stop_line(design, [speed])}.")
+                f"stopped; {stop_line(design, [design])}.")
     if speed.get("half_width") is None:
         return ""
     n = len(speed["rounds_used"])
@@ -241,16 +278,19 @@ def timing_blocks(analysis: dict) -> list[Block]:
             "The speed verdict comes from rounds of launches: in each round both frameworks are launched once "
             "at each world size, the order reversed every other round (A B, B A ...) so that drift favours "
             "neither side. A round's ratio is the Horovod/DDP ratio of the two launches' median step times; "
-            "the verdict takes their geometric mean with a t interval over rounds (a paired test), and names a "
-            f"winner only when the interval excludes 1, every round points the same way and at least "
-            f"{MIN_ROUNDS} rounds ran on a free machine. A round during which other processes used the "
+            "the verdict takes their geometric mean with an interval over rounds: an anytime-valid confidence "
+            "sequence when rounds are launched until it is precise enough (the default), a t interval (a paired "
+            "test) for a fixed number (`--repeats N`). It names a winner only when the interval excludes 1 "
+            f"(with a fixed number, every round pointing the same way too) and at least {MIN_ROUNDS} rounds ran "
+            "on a free machine. A round during which other processes used the "
             "cores the job needed, or the hypervisor took time (steal), is left out and named; too few clean "
             "rounds, or ranks x threads beyond the cores, withhold the verdict."
         ),
         Para(
-            f"The tables below: round 1 (every seed), step times of the slowest rank after {warmup} warm-up "
-            "steps, pooled over seeds. `optimizer` includes Horovod's wait for outstanding allreduces; DDP "
-            "overlaps its allreduce with `backward`."
+            f"Under each round table, the parity launch's (round 1, every seed), not the speed verdict's "
+            f"figures: step times of the slowest rank after {warmup} warm-up steps, pooled over "
+            "seeds. `optimizer` includes Horovod's wait for outstanding allreduces; DDP overlaps its allreduce "
+            "with `backward`."
         ),
     ]
     for level in analysis["levels"]:
@@ -271,9 +311,11 @@ def timing_blocks(analysis: dict) -> list[Block]:
             b = t["breakdown"]
             keys = ("data_s", "forward_s", "backward_s", "optimizer_s", "unaccounted_s", "step_time_s")
             phases.append([display(framework), *(ms(b.get(k)) for k in keys)])
+        if rows:
+            blocks.append(Para("The parity launch (round 1):"))
         blocks.append(Table(["framework", "seeds", "steps measured", "median ms", "p90 ms", "mean ± sd ms",
                              "global batch", "samples/s", "scaling eff."], rows))
-        blocks.append(Para("Mean time per step by phase (ms):"))
+        blocks.append(Para("Mean time per step by phase (ms), the parity launch:"))
         blocks.append(Table(["framework", "data", "forward", "backward", "optimizer", "unaccounted", "step"],
                             phases))
     return blocks
