@@ -164,11 +164,15 @@ def test_horovod_runner_np_expression_is_bound_once(statement, expected):
     "runs = [HorovodRunner(np=-k).run(main) for k in (1, 2)]",  # np read in the comprehension's scope, each time
     "n = 2; hr = HorovodRunner(np=-n)",                         # np read after the statement before it
     "if HorovodRunner(np=-n).run(main):\n    pass",            # a compound statement's header
+    # the second np would be read before the first runner ran: the first is bound, the second flagged
+    "both = (HorovodRunner(np=-n).run(main), HorovodRunner(np=m + 1).run(main))",
 ])
 def test_an_np_expression_that_cannot_be_bound_before_its_statement_stays_flagged(statement):
     migration = migrate_source(RUNNER.replace("hr = HorovodRunner(np={np})\nhr.run(main, lr=0.2)\n", statement + "\n"))
     assert [(f.category, f.why) for f in migration.flags] == [("Spark", notes.RUNNER_SHAPE)]
-    assert "HorovodRunner(np=" in migration.code and "runner_np" not in migration.code
+    assert "HorovodRunner(np=" in migration.code and "from sparkdl import HorovodRunner" in migration.code
+    assert migration.code.count("runner_np") == (3 if statement.startswith("both") else 0)
+    compile(migration.code, "x.py", "exec")
 
 
 def test_horovod_runner_np_0_is_flagged_and_kept(tmp_path, capsys):

@@ -284,7 +284,8 @@ RUNNER_NP_ZERO = ("HorovodRunner(np=0) took every task slot of the cluster; Torc
                   "TorchDistributor(num_processes=<the slots>, local_mode=False, use_gpu=...).")
 RUNNER_SHAPE = ("HorovodRunner used other than as HorovodRunner(np=...) and its .run(main, **kwargs), or np is an "
                 "expression that cannot be read once before its statement (inside a lambda, a comprehension, a "
-                "condition, a compound statement's header, or after another statement on its line): write "
+                "condition, a compound statement's header, after another statement on its line, or beside "
+                "another HorovodRunner whose np is bound): write "
                 "TorchDistributor(num_processes=..., local_mode=..., use_gpu=...).run(main, **kwargs) by hand.")
 SPARK_RUN_SHAPE = ("horovod.spark.run used other than as a call (or without the training function): write "
                    "TorchDistributor(num_processes=N, local_mode=False, use_gpu=...).run(fn, *args, **kwargs) by hand.")

@@ -3,11 +3,11 @@
 Both become pyspark's TorchDistributor (pyspark.ml.torch.distributor, Spark 3.4+): `horovod.spark.run(fn, args,
 kwargs, num_proc=N)` becomes `TorchDistributor(num_processes=N, local_mode=False, use_gpu=...).run(fn, *args,
 **kwargs)`, and `HorovodRunner(np=N)` becomes `TorchDistributor(num_processes=|N|, local_mode=N < 0, use_gpu=...)`,
-whose `.run(main, **kwargs)` is called as HorovodRunner's was (an np that is more than a name is bound once, to a
-new name, before the statement: `runner_np = -args.num_proc`, then `num_processes=abs(runner_np), local_mode=runner_np
-< 0`). The training function itself is a Horovod function
-like any other: the rest of the rewrite turns it into one for torchrun, which TorchDistributor starts. The
-estimator API (TorchEstimator, Store ...), run_elastic and the options with no counterpart stay, flagged.
+whose `.run(main, **kwargs)` is called as HorovodRunner's was (an np that is more than a name is bound once, to
+a new name, before its statement: `runner_np = -args.num_proc`, then `num_processes=abs(runner_np)` and
+`local_mode=runner_np < 0`). The training function itself is a Horovod function like any other: the rest of the
+rewrite turns it into one for torchrun, which TorchDistributor starts. The estimator API (TorchEstimator,
+Store ...), run_elastic and the options with no counterpart stay, flagged.
 
 Its visits are matcher-decorated (`@m.visit`), so they run beside HorovodUses' own visit_Call and visit_Name.
 """
@@ -283,8 +283,9 @@ class SparkUses(UsesBase):
     def _statement_to_bind_before(self, call: cst.Call) -> cst.SimpleStatementLine | None:
         """The statement line that holds the call, where a name bound just before it is read as np was: once,
         in the same scope. None inside a lambda, a comprehension or a condition (np might be read later, never,
-        or in another scope), in a compound statement's header, in a one-line block, or after another statement
-        on its line (`n = 2; HorovodRunner(np=-n)`)."""
+        or in another scope), in a compound statement's header, in a one-line block, after another statement on
+        its line (`n = 2; HorovodRunner(np=-n)`), or where the statement already has one (the second np would be
+        read before the first runner ran)."""
         node: cst.CSTNode = call
         child = node
         while not isinstance(node, cst.SimpleStatementLine):
@@ -292,12 +293,11 @@ class SparkUses(UsesBase):
             if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
                                  cst.BooleanOperation, cst.BaseCompoundStatement, cst.SimpleStatementSuite)):
                 return None
-        return node if node.body[0] is child else None
+        return node if node.body[0] is child and id(node) not in self.runner_bindings else None
 
     def _fresh_name(self, stem: str) -> str:
         """stem, else stem_2, stem_3 ...: a name that no name of the script or of what the migration adds is."""
         taken = {n.value for n in m.findall(self.module, m.Name())} | set(HELPERS) | ADDED_NAMES
-        taken |= {b.split(" = ")[0] for b in self.runner_bindings.values()}
         return next(name for name in (stem, *(f"{stem}_{i}" for i in range(2, 10_000))) if name not in taken)
 
     def _runner_main(self, call: cst.Call) -> cst.BaseExpression | None:
