@@ -40,8 +40,9 @@ def options() -> argparse.ArgumentParser:
 def digit_classifier() -> nn.Module:
     return nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2),     # 26x26 -> 13x13
                          nn.Conv2d(8, 16, 3), nn.ReLU(), nn.MaxPool2d(2),    # 11x11 -> 5x5
-                         nn.Flatten(), nn.Linear(16 * 5 * 5, 64), nn.ReLU(), nn.Linear(64, 10),
-                         nn.LogSoftmax(dim=1))
+                         nn.Flatten(), nn.Linear(16 * 5 * 5, 64), nn.ReLU(),
+                         nn.Dropout(0.25),  # each rank's own masks, from the seed every rank is given
+                         nn.Linear(64, 10), nn.LogSoftmax(dim=1))
 
 
 def sharded(dataset, batch_size: int, shuffle: bool):
