@@ -3,7 +3,7 @@ workers alive, and the training loop is an `hvd.elastic.run` function over a `hv
 the epoch and the batch, committed after every batch, so that a worker lost mid-epoch costs one batch and the
 others carry on from the last commit at the new world size. scikit-learn's digits, a small MLP, CPU.
 
-    python examples/horovod_scripts/ray_elastic_digits.py --min-workers 1 --max-workers 2
+    python examples/horovod_scripts/ray_elastic_digits.py --min-workers 1 --max-workers 2 --nics lo
 
 `compare migrate` rewrites the worker function for Ray Train's TorchTrainer and flags what has no counterpart
 there (the elastic state and executor, Adasum, HOROVOD_RANK): tests/test_migrate_ray.py.
@@ -33,6 +33,9 @@ def options():
     parser.add_argument("--min-workers", type=int, default=1)
     parser.add_argument("--max-workers", type=int, default=2)
     parser.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
+    parser.add_argument("--nics", default=None,
+                        help="network interfaces the workers talk over, comma-separated; on one host give lo (the "
+                             "elastic driver otherwise waits for a second host to find the common ones)")
     return parser.parse_args()
 
 
@@ -107,7 +110,7 @@ if __name__ == "__main__":
     opts = options()
     ray.init(address=opts.ray_address)
     settings = ElasticRayExecutor.create_settings(min_num_proc=opts.min_workers, max_num_proc=opts.max_workers,
-                                                  reset_limit=3)
+                                                  reset_limit=3, nics=set(opts.nics.split(",")) if opts.nics else None)
     executor = ElasticRayExecutor(settings, use_gpu=False, cpus_per_slot=1)
     executor.start()
     accuracies = executor.run(lambda: worker_job(opts))
