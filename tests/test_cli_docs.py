@@ -223,7 +223,7 @@ def test_the_torch_pin_follows_torch_version():
 
 
 @pytest.mark.parametrize(("script", "partial"), [("examples/horovod_scripts/plain.py", False),
-                                                  ("examples/horovod_styles/mnist_dual_mode.py", True)])
+                                                  ("examples/horovod_scripts/adasum.py", True)])
 def test_the_migration_reports_check_line_runs_as_written(script, partial):
     """The report's "Check it" command keeps the output the user chose and, where flags remain, --allow-partial
     (without it --verify stops at exit 6), and it parses."""

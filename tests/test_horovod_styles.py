@@ -17,7 +17,7 @@ from compare.__main__ import main as compare_main
 from compare.launch.logs import TEARDOWN_ABORT
 
 STYLES = ROOT / "examples" / "horovod_styles"
-DUAL = STYLES / "mnist_dual_mode.py"
+DUAL = STYLES / "dual_launch.py"
 EVERY_RANK = STYLES / "every_rank_prints.py"
 EVERY_RANK_REGEX = r"epoch (?P<epoch>\d+) \| batch (?P<step>\d+)/\d+ \| loss (?P<loss>\S+)"
 EVERY_RANK_EVAL = r"val_loss (?P<eval_loss>\S+) \| val_acc (?P<eval_accuracy>\S+)"
@@ -40,14 +40,14 @@ def holds(result) -> float:
 
 @pytest.fixture(scope="module")
 def dual(tmp_path_factory, horovod_built):
-    """The dual-mode MNIST script verified as its users launch it (horovodrun), and its migration."""
+    """The dual-launch digits script verified as its users launch it (horovodrun), and its migration."""
     out = tmp_path_factory.mktemp("dual")
     return out, verify(DUAL, out)
 
 
 def test_a_dual_mode_script_is_verified_under_horovodrun_and_torchrun(dual):
     out, result = dual
-    assert "under horovodrun and mnist_dual_mode_ddp.py under torchrun, np 2" in result.stdout
+    assert "under horovodrun and dual_launch_ddp.py under torchrun, np 2" in result.stdout
     assert "calls horovod.run only with --num-proc, which is not given" in result.stdout
     assert holds(result) == 0.0  # the same data, order and weights at np 2: bit-identical
     assert "24 common of 24 and 24" in result.stdout and "4/4 evaluations agree" in result.stdout
@@ -57,7 +57,7 @@ def test_a_dual_mode_script_is_verified_under_horovodrun_and_torchrun(dual):
 
 def test_with_num_proc_the_script_starts_its_own_workers_on_both_sides(tmp_path, horovod_built):
     result = verify(DUAL, tmp_path, script_args=("--epochs", "1", "--num-proc", "2"))
-    assert "under python (horovod.run) and mnist_dual_mode_ddp.py under python (torch.multiprocessing.spawn)" \
+    assert "under python (horovod.run) and dual_launch_ddp.py under python (torch.multiprocessing.spawn)" \
         in result.stdout
     assert holds(result) == 0.0 and "12 common of 12 and 12" in result.stdout
 
@@ -127,7 +127,7 @@ def test_raw_logs_import_with_every_logged_step_and_check_holds(dual, horovod_lo
     steps = read_steps(horovod_imported)
     assert [s["step"] for s in steps] == list(range(1, 25))  # 12 logged lines in each of the 2 epochs
     assert read_meta(horovod_imported)["imported"]["fields"]["steps"].startswith("epoch and counter on a grid")
-    ddp = torchrun_imported(dual[0] / "mnist_dual_mode_ddp.py", tmp_path / "ddp")
+    ddp = torchrun_imported(dual[0] / "dual_launch_ddp.py", tmp_path / "ddp")
     assert check(horovod_imported, ddp) == 0
     assert "parity holds" in capsys.readouterr().out
     # rank 1's lines first: the same record
@@ -139,7 +139,7 @@ def test_raw_logs_import_with_every_logged_step_and_check_holds(dual, horovod_lo
 
 
 def test_a_raw_log_whose_ranks_print_without_prefixes_is_refused(dual, tmp_path, capsys):
-    log = raw_log([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(dual[0] / "mnist_dual_mode_ddp.py"),
+    log = raw_log([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(dual[0] / "dual_launch_ddp.py"),
                    "--epochs", "1"], tmp_path / "plain.log")
     assert compare_main(["import", "text", str(log), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -157,22 +157,23 @@ def plant(migrated: Path, old: str, new: str) -> Path:
     return planted
 
 
-LR_CUT_AT_EPOCH_2 = ("    for epoch in range(1, args.epochs + 1):\n",
-                     "    for epoch in range(1, args.epochs + 1):\n        if epoch == 2:  # planted: a 1% lr cut\n"
+LR_CUT_AT_EPOCH_2 = ("    for epoch in range(1, opts.epochs + 1):\n",
+                     "    for epoch in range(1, opts.epochs + 1):\n        if epoch == 2:  # planted: a 1% lr cut\n"
                      "            for group in optimizer.param_groups:\n                group['lr'] *= 0.99\n")
 PLANTED = {
-    "lr not scaled": ("lr=args.lr * dist.get_world_size()", "lr=args.lr"),
-    "set_epoch dropped": ("    train_sampler.set_epoch(epoch)", "    pass"),
-    "shuffle=False": ("DistributedSampler(\n        train_dataset)", "DistributedSampler(\n        train_dataset, "
-                                                                     "shuffle=False)"),
-    "a per-rank seed": ("torch.manual_seed(args.seed)", "torch.manual_seed(args.seed + dist.get_rank())"),
+    "lr not scaled": ("lr=opts.lr * dist.get_world_size()", "lr=opts.lr"),
+    "set_epoch dropped": ("        train_sampler.set_epoch(epoch)", "        pass"),
+    "shuffle=False": ("DistributedSampler(dataset, shuffle=shuffle)", "DistributedSampler(dataset, shuffle=False)"),
+    "a per-rank seed": ("torch.manual_seed(opts.seed)", "torch.manual_seed(opts.seed + dist.get_rank())"),
     "a 1% lr cut from epoch 2": LR_CUT_AT_EPOCH_2,
-    "clipping on one side": ("        optimizer.step()\n", "        torch.nn.utils.clip_grad_norm_(model.parameters()"
-                                                          ", 0.5)\n        optimizer.step()\n"),
+    "clipping on one side": ("            optimizer.step()\n",
+                             "            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)\n"
+                             "            optimizer.step()\n"),
 }
 HARMLESS = {
-    "reduction='sum' divided by the batch": ("loss = F.nll_loss(output, target)\n",
-                                             "loss = F.nll_loss(output, target, reduction='sum') / len(data)\n"),
+    "reduction='sum' divided by the batch": ("loss = F.nll_loss(model(images), labels)\n",
+                                             "loss = F.nll_loss(model(images), labels, reduction='sum') / "
+                                             "len(images)\n"),
     "another bucket size": ("model = DDP(model)", "model = DDP(model, bucket_cap_mb=1)"),
 }
 
@@ -183,7 +184,7 @@ def planted(dual, horovod_imported, tmp_path_factory) -> dict[str, Path]:
     much of a launch is start-up and waiting)."""
     out = tmp_path_factory.mktemp("planted")
     variants = {**PLANTED, **HARMLESS}
-    scripts = {name: plant(dual[0] / "mnist_dual_mode_ddp.py", *change) for name, change in variants.items()}
+    scripts = {name: plant(dual[0] / "dual_launch_ddp.py", *change) for name, change in variants.items()}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         runs = pool.map(lambda item: torchrun_imported(item[1], out / f"run{item[0]}"), enumerate(scripts.values()))
         return dict(zip(scripts, runs, strict=True))

@@ -29,7 +29,7 @@ CORPUS = ROOT / "examples" / "horovod_scripts"
 RUNNABLE = ["plain", "accumulation", "fp16_clip", "amp", "checkpoint_resume", "uneven_join", "horovod_run",
             "metric_average", "inner_accumulation"]
 NOT_ON_CPU = ["sync_batchnorm"]
-SPEED_ONLY = ["pytorch_synthetic_benchmark"]  # prints no loss: verified for speed (tests/test_migrate_speed.py)
+SPEED_ONLY = ["synthetic_throughput"]  # prints no loss: verified for speed (tests/test_migrate_speed.py)
 FLAGGED = {"adasum": {"Adasum"}, "elastic": {"elastic"}, "unknown_call": {"unrecognised", "timeline"}}
 # What each rewrite must contain (and, below, must no longer contain).
 MUST_CONTAIN = {
@@ -56,9 +56,10 @@ MUST_CONTAIN = {
                     "torch.multiprocessing.spawn(", "    return dist.get_rank()"],
     "metric_average": ["avg_tensor = all_reduce_mean(tensor)",
                        "return (result / dist.get_world_size()).to(tensor.device)"],
-    "pytorch_synthetic_benchmark": ["model = DDP(model)\nif compression is not None:\n"
-                                    "    model.register_comm_hook(None, compression)",
-                                    "lr_scaler = dist.get_world_size()", "if dist.get_rank() != 0:"],
+    "synthetic_throughput": ["    model = DDP(model)\n    if compression is not None:\n"
+                             "        model.register_comm_hook(None, compression)",
+                             "lr=0.01 * dist.get_world_size())", "printing = dist.get_rank() == 0",
+                             "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))"],
     "inner_accumulation": ["        passes = range(0, len(data), args.batch_size)\n        for i in passes:\n",
                            "            with contextlib.nullcontext() if i == passes[-1] else model.no_sync():\n"
                            "                loss.backward()\n",

@@ -1,7 +1,7 @@
 """`compare migrate --verify`'s timing: the rank tag's optimizer step hooks (the outermost step() only, a
 step that raised dropped), the step times of a launch (the slowest rank's), printed throughput, the speed
 lines and verdict from the same analysis as `compare run`, and (slow) through horovodrun and torchrun on a
-copy of Horovod's synthetic benchmark and on an MNIST-style script."""
+synthetic-data benchmark (examples/horovod_scripts/synthetic_throughput.py) and on an MNIST-style script."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from workload.record_format import CONTENTION_RECORD
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
 STYLES = ROOT / "examples" / "horovod_styles"
-BENCHMARK = CORPUS / "pytorch_synthetic_benchmark.py"
+BENCHMARK = CORPUS / "synthetic_throughput.py"
 
 
 class Clock:
@@ -156,13 +156,12 @@ def test_step_times_are_the_slowest_ranks_between_step_ends(tmp_path):
 
 
 BENCHMARK_LINES = """\
-[1,0]<stdout>:[verify rank=0 size=2]:Model: tiny_cnn
+[1,0]<stdout>:[verify rank=0 size=2]:convnet, 16 images a batch on each of 2 CPU(s)
 [1,0]<stdout>:[verify rank=0 size=2]:Iter #0: 640.5 img/sec per CPU
 [1,1]<stdout>:[verify rank=1 size=2]:Iter #0: 9999.0 img/sec per CPU
 [1,0]<stdout>:[verify rank=0 size=2]:Iter #1: 650.0 img/sec per CPU
 [1,0]<stdout>:[verify rank=0 size=2]:Iter #2: 1.2e3 img/sec per CPU
-[1,0]<stdout>:[verify rank=0 size=2]:Img/sec per CPU: 830.2 +-10.0
-[1,0]<stdout>:[verify rank=0 size=2]:Total img/sec on 2 CPU(s): 1660.4 +-20.0
+[1,0]<stdout>:[verify rank=0 size=2]:mean img/sec per CPU: 830.2 (+-10.0); all ranks: 1660.4
 """
 
 
@@ -282,8 +281,8 @@ def _verify(script: Path, out: Path, args: list[str], *extra: str):
 
 @pytest.mark.slow
 def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, horovod_built):
-    result = _verify(BENCHMARK, tmp_path, ["--no-cuda", "--model", "tiny_cnn", "--batch-size", "16", "--num-iters",
-                                           "4", "--num-warmup-batches", "3", "--num-batches-per-iter", "5"],
+    result = _verify(BENCHMARK, tmp_path, ["--model", "convnet", "--batch-size", "16", "--iters", "4",
+                                           "--warmup-batches", "3", "--batches-per-iter", "5"],
                      "--speed-rounds", "2")
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
     out = result.stdout
@@ -310,7 +309,7 @@ def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, ho
 
 @pytest.mark.slow
 def test_mnist_style_verify_shows_step_times_for_both_sides(tmp_path, horovod_built):
-    result = ok(_verify(STYLES / "mnist_dual_mode.py", tmp_path, ["--epochs", "1"], "--allow-partial"))
+    result = ok(_verify(STYLES / "dual_launch.py", tmp_path, ["--epochs", "1"], "--allow-partial"))
     out = result.stdout
     assert re.search(r"^parity holds: ", out, re.MULTILINE), out
     for side in ("horovod", "ddp"):

@@ -269,6 +269,10 @@ SPARK_LOCAL_RESULT = (
 HOROVOD_RUNNER_EXPRESSION = (
     "np is an expression: num_processes=abs(np), local_mode=np < 0 read it as HorovodRunner did. np == 0 (every "
     "task slot of the cluster) has no counterpart: TorchDistributor raises (num_processes must be positive).")
+RUNNER_NP_BOUND = (
+    "np is an expression: it is read once, into {name} (a new name) just before the statement, so that "
+    "num_processes=abs({name}) and local_mode={name} < 0 see one value, as HorovodRunner read np once. np == 0 has no "
+    "counterpart: TorchDistributor raises (num_processes must be positive).")
 RUNNER_VERBOSITY = ("driver_log_verbosity dropped: TorchDistributor streams every process's output to the driver "
                     "(local_mode: its stdout; on the workers: the driver's stderr).")
 SPARK_IMPORT = ("TorchDistributor (pyspark.ml.torch.distributor, Spark 3.4+) replaces Horovod's Spark runner "
@@ -294,8 +298,10 @@ SPARK_RESULT_LIST = ("TorchDistributor.run returns rank 0's value alone, where h
 RUNNER_NP_ZERO = ("HorovodRunner(np=0) took every task slot of the cluster; TorchDistributor needs the number: "
                   "TorchDistributor(num_processes=<the slots>, local_mode=False, use_gpu=...).")
 RUNNER_SHAPE = ("HorovodRunner used other than as HorovodRunner(np=...) and its .run(main, **kwargs), or np is an "
-                "expression that cannot be read twice: write TorchDistributor(num_processes=..., local_mode=..., "
-                "use_gpu=...).run(main, **kwargs) by hand.")
+                "expression that cannot be read once before its statement (inside a lambda, a comprehension, a "
+                "condition, a compound statement's header, after another statement on its line, or beside "
+                "another HorovodRunner whose np is bound): write "
+                "TorchDistributor(num_processes=..., local_mode=..., use_gpu=...).run(main, **kwargs) by hand.")
 SPARK_RUN_SHAPE = ("horovod.spark.run used other than as a call (or without the training function): write "
                    "TorchDistributor(num_processes=N, local_mode=False, use_gpu=...).run(fn, *args, **kwargs) by hand.")
 SPARK_UNRECOGNISED = ("Not migrated (only horovod.spark.run and sparkdl.HorovodRunner are): use TorchDistributor "

@@ -1,5 +1,6 @@
 """Pass 2, Spark: horovod.spark.run(...) and HorovodRunner(...) become TorchDistributor, the [0] on a
-horovod.spark.run result goes, and the front-end's import becomes TorchDistributor's (see uses_spark.py).
+horovod.spark.run result goes, an np that is an expression is bound once before its statement, and the front-end's
+import becomes TorchDistributor's (see uses_spark.py).
 
 Its leaves are matcher-decorated (`@m.leave`): they run after the class's own leave_Call and leave_Import, on what
 those returned.
@@ -12,7 +13,7 @@ import libcst.matchers as m
 
 from compare.migrate import notes
 from compare.migrate.horovod_api import SPARK_DISTRIBUTOR
-from compare.migrate.syntax import parse_expr
+from compare.migrate.syntax import parse_expr, parse_stmt
 from compare.migrate.to_ddp_base import RewriteBase
 from compare.migrate.uses_spark import is_spark_front_end
 
@@ -36,6 +37,22 @@ class SparkRewrites(RewriteBase):
         for after, note in plan.notes:
             self.note(original, after, note)
         return parse_expr(plan.code)
+
+    @m.leave(m.SimpleStatementLine())
+    def leave_runner_statement(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                               ) -> cst.SimpleStatementLine:
+        """`runner_np = <np>` goes before the statement that makes the HorovodRunner, with its comments above it
+        (held in self.expand, as the statement rewrites hold theirs, until the block is left)."""
+        binding = self.uses.runner_bindings.get(id(original))
+        if binding is None:
+            return updated
+        held, out = self.expand.pop(id(updated), (updated, [updated]))
+        if held is not updated:
+            out = [updated]
+        bare = updated.with_changes(leading_lines=())
+        first = parse_stmt(binding).with_changes(leading_lines=updated.leading_lines)
+        self.expand[id(bare)] = (bare, [first, *(bare if s is updated else s for s in out)])
+        return bare
 
     @m.leave(m.Subscript())
     def leave_spark_result(self, original: cst.Subscript, updated: cst.BaseExpression) -> cst.BaseExpression:

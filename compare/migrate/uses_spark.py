@@ -3,9 +3,11 @@
 Both become pyspark's TorchDistributor (pyspark.ml.torch.distributor, Spark 3.4+): `horovod.spark.run(fn, args,
 kwargs, num_proc=N)` becomes `TorchDistributor(num_processes=N, local_mode=False, use_gpu=...).run(fn, *args,
 **kwargs)`, and `HorovodRunner(np=N)` becomes `TorchDistributor(num_processes=|N|, local_mode=N < 0, use_gpu=...)`,
-whose `.run(main, **kwargs)` is called as HorovodRunner's was. The training function itself is a Horovod function
-like any other: the rest of the rewrite turns it into one for torchrun, which TorchDistributor starts. The
-estimator API (TorchEstimator, Store ...), run_elastic and the options with no counterpart stay, flagged.
+whose `.run(main, **kwargs)` is called as HorovodRunner's was (an np that is more than a name is bound once, to
+a new name, before its statement: `runner_np = -args.num_proc`, then `num_processes=abs(runner_np)` and
+`local_mode=runner_np < 0`). The training function itself is a Horovod function like any other: the rest of the
+rewrite turns it into one for torchrun, which TorchDistributor starts. The estimator API (TorchEstimator,
+Store ...), run_elastic and the options with no counterpart stay, flagged.
 
 Its visits are matcher-decorated (`@m.visit`), so they run beside HorovodUses' own visit_Call and visit_Name.
 """
@@ -19,6 +21,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from compare.migrate import notes
+from compare.migrate.added_helpers import HELPERS
 from compare.migrate.horovod_api import (
     SPARK_ESTIMATOR_MODULES,
     SPARK_RUN,
@@ -30,6 +33,8 @@ from compare.migrate.horovod_api import (
 from compare.migrate.syntax import argument, dotted_name, keyword_args
 from compare.migrate.uses_base import UsesBase
 
+# names the migration itself may add to a script, which a new name must not be
+ADDED_NAMES = frozenset({"dist", "DDP", "TorchDistributor", "SparkSession", "torch", "os", "tempfile", "ray"})
 LINE_LENGTH = 100  # a longer horovod.spark.run replacement puts run()'s arguments on the next line
 
 
@@ -58,6 +63,7 @@ class SparkUses(UsesBase):
         self.dropped_subscripts: set[int] = set()      # ids of the `[0]` on a horovod.spark.run result
         self.spark_left: set[str] = set()              # bound names with a use that stays (flagged): import kept
         self.spark_import_names: dict[int, list[str]] = {}  # id(import) -> the names it binds
+        self.runner_bindings: dict[int, str] = {}     # id(statement) -> `runner_np = <np>`, put before it
 
     # imports (called from HorovodUses.visit_Import / visit_ImportFrom)
     def record_spark_import(self, node: cst.Import, name: str, bound: str) -> None:
@@ -252,9 +258,18 @@ class SparkUses(UsesBase):
         elif isinstance(np, (cst.Name, cst.Attribute)):
             processes, local = f"abs({code})", f"{code} < 0"
             plan_notes.append((f"num_processes={processes}, local_mode={local}", notes.HOROVOD_RUNNER_EXPRESSION))
-        else:
-            self._keep(call.func, "Spark", notes.RUNNER_SHAPE)
-            return
+        else:  # any other expression is read once, into a new name, before the statement that makes the runner
+            statement = self._statement_to_bind_before(call)
+            if statement is None:
+                self._keep(call.func, "Spark", notes.RUNNER_SHAPE)
+                return
+            bound = self._fresh_name("runner_np")
+            bare = "\n" in code and not getattr(np, "lpar", ())
+            value = f"({code})" if bare else code  # an expression over lines needs its parentheses as a statement
+            self.runner_bindings[id(statement)] = f"{bound} = {value}"
+            processes, local = f"abs({bound})", f"{bound} < 0"
+            plan_notes.append((f"{bound} = {code}; num_processes={processes}, local_mode={local}",
+                               notes.RUNNER_NP_BOUND.format(name=bound)))
         use_gpu = self._uses_cuda(self._runner_main(call))
         new = f"TorchDistributor(num_processes={processes}, local_mode={local}, use_gpu={use_gpu})"
         plan_notes.insert(0, (new, notes.HOROVOD_RUNNER))
@@ -264,6 +279,26 @@ class SparkUses(UsesBase):
         if "driver_log_verbosity" in keywords:
             plan_notes.append(("", notes.RUNNER_VERBOSITY))
         self.distributor_plans[id(call)] = DistributorPlan(new, plan_notes)
+
+    def _statement_to_bind_before(self, call: cst.Call) -> cst.SimpleStatementLine | None:
+        """The statement line that holds the call, where a name bound just before it is read as np was: once,
+        in the same scope. None inside a lambda, a comprehension or a condition (np might be read later, never,
+        or in another scope), in a compound statement's header, in a one-line block, after another statement on
+        its line (`n = 2; HorovodRunner(np=-n)`), or where the statement already has one (the second np would be
+        read before the first runner ran)."""
+        node: cst.CSTNode = call
+        child = node
+        while not isinstance(node, cst.SimpleStatementLine):
+            child, node = node, self.parents[node]
+            if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+                                 cst.BooleanOperation, cst.BaseCompoundStatement, cst.SimpleStatementSuite)):
+                return None
+        return node if node.body[0] is child and id(node) not in self.runner_bindings else None
+
+    def _fresh_name(self, stem: str) -> str:
+        """stem, else stem_2, stem_3 ...: a name that no name of the script or of what the migration adds is."""
+        taken = {n.value for n in m.findall(self.module, m.Name())} | set(HELPERS) | ADDED_NAMES
+        return next(name for name in (stem, *(f"{stem}_{i}" for i in range(2, 10_000))) if name not in taken)
 
     def _runner_main(self, call: cst.Call) -> cst.BaseExpression | None:
         """The function a HorovodRunner runs: `HorovodRunner(...).run(main, ...)`, or `hr = HorovodRunner(...)` and
