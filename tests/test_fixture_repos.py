@@ -85,7 +85,7 @@ FLAGGED = {
                                                         "        dist.broadcast(tensor, src=0)\n", ""),), "", (),
                               entry=("-m", "tinynet.train"),
                               fails=r"parity fails: the training losses agree, the evaluation at step 10 differs"),
-                      "tinynet/__init__.py line 11 (result line 11) (unbound name)"),
+                      "tinynet/__init__.py line 11 (unrecognised)"),
 }
 NAMES = sorted(FIXTURES)
 

@@ -21,8 +21,7 @@ from compare.migrate.repository import Repository
 from compare.migrate.tree_report import render_tree
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
-REPOS = sorted(p for p in (ROOT / "examples" / "repos").iterdir() if p.is_dir()) if (
-    ROOT / "examples" / "repos").is_dir() else []
+REPOS = sorted(p for p in (ROOT / "examples" / "repos").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 SCRIPTS = sorted([*(ROOT / "examples" / "horovod_scripts").glob("*.py"),
                   *(ROOT / "examples" / "platform_scripts").glob("*.py")])
 SCRIPTS = [p for p in SCRIPTS if "horovod" in p.read_text().lower() and "standin" not in p.name]

@@ -42,11 +42,29 @@ __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
 
 def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
+    """A Horovod name still read after the rewrite: hvd.x, or hvd itself (returned, passed on as an argument)."""
+    imported = {id(n) for alias in m.findall(module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
+    imported |= {id(a.attr) for a in m.findall(module, m.Attribute())}  # config.hvd names no module
     for node in m.findall(module, m.Attribute() | m.Name()):
         name = get_full_name_for_node(node)
-        if name and any(name == a or name.startswith(a + ".") for a in aliases) and not isinstance(node, cst.Name):
+        if not name or id(node) in imported or not any(name == a or name.startswith(a + ".") for a in aliases):
+            continue
+        if not isinstance(node, cst.Name) or name in aliases:
             return True
     return False
+
+
+def _bare_use(uses: HorovodUses, line: int) -> cst.CSTNode:
+    return next(n for n in m.findall(uses.module, m.Name()) if uses.line(n) == line)
+
+
+def _bare_use_line(uses: HorovodUses, aliases: set[str]) -> int:
+    """The first line that reads the Horovod module itself (`return hvd`, `main(hvd, args)`), else 0."""
+    skipped = {id(n) for alias in m.findall(uses.module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
+    for attribute in m.findall(uses.module, m.Attribute()):
+        skipped |= {id(attribute.attr), id(attribute.value)}  # hvd.rank: a use the rewrite knows, or flagged
+    lines = [uses.line(n) for n in m.findall(uses.module, m.Name()) if n.value in aliases and id(n) not in skipped]
+    return min(lines, default=0)
 
 
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
@@ -85,7 +103,11 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         transformer = transformer_for(True)
         new = wrapper.module.visit(transformer)
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
-            uses.flags.append(Flag(0, "unrecognised", "", "a Horovod use remains that was not recognised"))
+            line = _bare_use_line(uses, uses.hvd | uses.horovod)
+            uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
+                                   if line else "", "a Horovod use remains that was not recognised (the module "
+                                   "itself returned or passed on: its import is kept)" if line else
+                                   "a Horovod use remains that was not recognised"))
     context = CodemodContext()
     for module_name, obj, asname in sorted(transformer.imports, key=lambda i: (i[1] is not None, i)):
         AddImportsVisitor.add_needed_import(context, module_name, obj, asname)

@@ -1,0 +1,20 @@
+"""Added by `python -m compare migrate`: each function stands for the Horovod call its docstring names."""
+
+import torch
+import torch.distributed as dist
+
+
+def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
+    """hvd.DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
+    model is another module's, or a function's argument): before each step(), every gradient the optimizer
+    updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
+    overlap of communication with backward)."""
+    def average_gradients(optimizer, args, kwargs):
+        for group in optimizer.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is not None:
+                    dist.all_reduce(parameter.grad, op=op)
+                    if average:
+                        parameter.grad.div_(dist.get_world_size())
+    optimizer.register_step_pre_hook(average_gradients)
+    return optimizer

@@ -1,0 +1,67 @@
+"""A model that computes its own loss, as many research scripts have it: the training loop calls
+`model.compute_loss(batch)` rather than `model(x)`, with Horovod averaging the gradients in its optimizer.
+
+horovodrun -np 2 -H localhost:2 --gloo python examples/horovod_scripts/compute_loss.py
+"""
+
+import argparse
+import os
+
+import torch.distributed as dist
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from torch import nn
+
+import recorder
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+    def compute_loss(self, batch):
+        data, target = batch
+        return F.cross_entropy(self(data), target)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=32)
+parser.add_argument("--epochs", type=int, default=1)
+parser.add_argument("--lr", type=float, default=0.01)
+parser.add_argument("--seed", type=int, default=0)
+args = parser.parse_args()
+
+dist.init_process_group()
+torch.manual_seed(args.seed)
+torch.set_num_threads(1)
+
+digits = load_digits()
+dataset = torch.utils.data.TensorDataset(torch.tensor(digits.data / 16.0, dtype=torch.float32)[:1280],
+                                         torch.tensor(digits.target)[:1280])
+sampler = torch.utils.data.distributed.DistributedSampler(dataset)
+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
+
+model = Classifier()
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
+model = DDP(model)
+
+rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/compute_loss"), options=vars(args), seed=args.seed)
+for epoch in range(args.epochs):
+    model.train()
+    sampler.set_epoch(epoch)
+    for batch in loader:
+        optimizer.zero_grad()
+        loss = model.compute_loss(batch)
+        loss.backward()
+        optimizer.step()
+        rec.step(loss, samples=len(batch[0]))
+rec.close()
+dist.barrier()
+dist.destroy_process_group()

@@ -1,0 +1,63 @@
+"""fp16 gradient compression and gradient clipping with Horovod (synchronize, clip, skip_synchronize).
+
+horovodrun -np 2 -H localhost:2 --gloo python examples/horovod_scripts/fp16_clip.py --fp16-allreduce
+"""
+
+import argparse
+import os
+
+import torch.distributed as dist
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from torch import nn
+
+import recorder
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=32)
+parser.add_argument("--epochs", type=int, default=2)
+parser.add_argument("--lr", type=float, default=0.1)
+parser.add_argument("--clip-norm", type=float, default=0.5)
+parser.add_argument("--fp16-allreduce", action="store_true", default=True, help="use fp16 compression during allreduce")
+parser.add_argument("--seed", type=int, default=0)
+args = parser.parse_args()
+
+dist.init_process_group()
+torch.manual_seed(args.seed)
+torch.set_num_threads(1)
+
+digits = load_digits()
+dataset = torch.utils.data.TensorDataset(torch.tensor(digits.data / 16.0, dtype=torch.float32)[:1280],
+                                         torch.tensor(digits.target)[:1280])
+sampler = torch.utils.data.distributed.DistributedSampler(dataset)
+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
+
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+
+
+# Horovod: (optional) compression algorithm.
+compression = default_hooks.fp16_compress_hook if args.fp16_allreduce else None
+
+# Horovod: wrap optimizer with DistributedOptimizer.
+model = DDP(model)
+if compression is not None:
+    model.register_comm_hook(None, compression)
+
+rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/fp16_clip"), options=vars(args), seed=args.seed)
+for epoch in range(args.epochs):
+    sampler.set_epoch(epoch)
+    for data, target in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(data), target)
+        loss.backward()
+        # Horovod: wait for the averaged gradients before clipping them.
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
+        optimizer.step()
+        rec.step(loss, lr=args.lr, samples=len(data))
+rec.close()
+dist.barrier()
+dist.destroy_process_group()
