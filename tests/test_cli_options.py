@@ -19,7 +19,7 @@ from compare.names import EXIT_MEANINGS, EXIT_NEEDS_A_PERSON, EXIT_OK, PARITY_EX
 from workload.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE_COMMANDS = [name for name, spec in COMMAND_SPECS.items() if not spec.legacy]
+TABLE_COMMANDS = list(COMMAND_SPECS)
 # Imported by a --help they would slow down (seconds of CPU on 2 cores), or the analysis, which --help never needs.
 HEAVY = ("torch", "numpy", "scipy", "libcst", "matplotlib", "compare.analysis")
 
@@ -37,8 +37,10 @@ def test_one_entry_per_flag_and_command():
 
 @pytest.mark.parametrize("shared", ["--timeout", "--out", "--np", "--horovod-controller"])
 def test_a_shared_option_is_one_entry_with_one_default(shared):
+    # import's --out is another option (the run directory), and so are migrate's --out (its output), --np, --timeout
+    # and --horovod-controller (one world size, a shorter limit and Gloo: the verify launches', not compare run's)
     entries = [option for option in OPTIONS if shared in option.flags and len(option.commands) > 0
-               and "import" not in option.commands]  # import's --out is another option: the run directory
+               and not {"import", "migrate"} & set(option.commands)]
     assert len(entries) == 1, shared
     defaults = {build_parser([c]).parse_args([c, *REQUIRED.get(c, [])]).__dict__.get(shared[2:].replace("-", "_"))
                 for c in entries[0].commands}
@@ -117,6 +119,10 @@ def test_pinned_defaults_match_their_homes():
     assert (shown, targets) == (options.MARGINS_SHOWN, options.TARGETS_SHOWN)
     assert (options.HOROVOD_FORMS, options.DDP_FORMS) == (HOROVOD_FORMS, DDP_FORMS)
     assert (options.IMPORT_FORMATS, options.STEP_FROM, options.ON_RESTART) == (FORMATS, STEP_FROM, ON_RESTART)
+    from compare.analysis.speed import MIN_ROUNDS
+    from compare.migrate.launch_mode import MODES
+
+    assert (options.MIGRATE_LAUNCH_MODES, options.SPEED_MIN_ROUNDS) == (MODES, MIN_ROUNDS)
     assert options.out_default("faults") == faults.DEFAULT_FAULTS_OUT
     ns = parse(["run"])
     defaults = {f.name: f.default for f in fields(SlurmSettings)}
@@ -157,8 +163,6 @@ def test_help_imports_neither_torch_nor_the_analysis(command):
     assert heavy_modules([command, "--help"] if command else ["--help"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="compare migrate still adds its own parser (legacy) until its options "
-                                       "are ported to the table; then this passes: drop the mark")
 def test_migrate_help_imports_neither_torch_nor_the_analysis():
     assert heavy_modules(["migrate", "--help"]) == []
 
@@ -167,8 +171,6 @@ def test_add_argument_is_left_only_where_the_table_cannot_reach():
     counts = {path.relative_to(ROOT).as_posix(): path.read_text().count("add_argument(")
               for path in (ROOT / "compare").rglob("*.py")}
     left = {path: n for path, n in counts.items() if n}
-    # the derivation itself; migrate's own parser and its loss-line options until it is ported; launch_mode's
-    # reading of a script's own argparse calls (not options of compare).
-    assert set(left) <= {"compare/commands/cli.py", "compare/commands/migrate.py", "compare/commands/arguments.py",
-                         "compare/migrate/launch_mode.py"}, left
+    # the derivation itself; launch_mode's reading of a script's own argparse calls (not options of compare).
+    assert set(left) <= {"compare/commands/cli.py", "compare/migrate/launch_mode.py"}, left
     assert left["compare/commands/cli.py"] == 1

@@ -238,9 +238,9 @@ def test_launch_through_the_cli(capsys):
 
 
 def test_script_arguments_after_double_dash():
-    from compare.commands.cli import build_parser
+    from compare.commands.cli import parse
 
-    ns = build_parser().parse_args(["migrate", "a.py", "--verify", "--", "--epochs", "1", "--np", "4"])
+    ns = parse(["migrate", "a.py", "--verify", "--", "--epochs", "1", "--np", "4"])
     assert ns.script_args == ["--epochs", "1", "--np", "4"] and ns.np == 2 and ns.verify
 
 

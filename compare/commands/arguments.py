@@ -99,23 +99,6 @@ def analysis_settings(ns: argparse.Namespace) -> AnalysisSettings:
                             frozenset(name for names in ns.allow for name in names))
 
 
-def add_loss_line_arguments(group: argparse._ArgumentGroup, regex_flag: str) -> None:
-    """How printed loss lines are read (compare/loss_lines.py), for `migrate --verify` until its options are in
-    compare/commands/options.py (`import`'s are there already; this goes when migrate's are ported)."""
-    from compare.loss_lines import STEP_FROM
-
-    group.add_argument(regex_flag, default=None,
-                       help="a regular expression with named groups step and loss (and lr; epoch for a counter "
-                            "that restarts every epoch), searched in rank 0's lines (default: lines like 'step 10 "
-                            "... loss 0.52' or 'Train Epoch: 1 [640/60000 (1%%)]  Loss: 0.31')")
-    group.add_argument("--eval-regex", default=None,
-                       help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
-                            "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%%')")
-    group.add_argument("--step-from", choices=STEP_FROM, default="log",
-                       help="log: the step (and epoch) the line prints; order: the rank's matching lines "
-                            "numbered 1, 2, 3...")
-
-
 DEFAULT_TARGET = "default"  # `--target` without a value: the workload's own (compare/analysis/time_to_target.py)
 
 

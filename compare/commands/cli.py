@@ -2,8 +2,7 @@
 exit statuses of compare/names.py under `--help`.
 
 The table is all the parser needs: a command's module is imported only to run it (`entry_point`), so `--help`,
-of the top level or of a command, loads neither torch nor the analysis. Only a command marked `legacy` (migrate,
-until its options are ported to the table) still imports its module to add its own parser.
+of the top level or of a command, loads neither torch nor the analysis.
 """
 
 from __future__ import annotations
@@ -60,10 +59,6 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 
 def add_command(commands: argparse._SubParsersAction, name: str, spec: Command) -> argparse.ArgumentParser:
     """The command's parser from the table; `func` names its entry point, imported only when it runs."""
-    if spec.legacy:
-        module = importlib.import_module(f"compare.commands.{spec.module}")
-        module.add_parser(commands)
-        return commands.choices[name]
     parser = commands.add_parser(name, help=spec.help.replace("%", "%%"),
                                  description=textwrap.fill(spec.description, 100),
                                  epilog=spec.epilog or None, formatter_class=Formatter,
@@ -115,16 +110,16 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     chosen = chosen_command(argv)
     spec = COMMAND_SPECS.get(chosen) if chosen else None
     rest: list[str] | None = None
-    if spec is not None and spec.passthrough is not None and not spec.legacy and "--" in argv:
+    if spec is not None and spec.passthrough is not None and "--" in argv:
         argv, rest = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     ns = build_parser(argv).parse_args(argv)
-    if spec is not None and spec.passthrough is not None and not spec.legacy:
+    if spec is not None and spec.passthrough is not None:
         setattr(ns, spec.passthrough, rest or [])
     return ns
 
 
 def entry_point(ns: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
-    if callable(ns.func):  # a legacy command's own parser set its main
+    if callable(ns.func):  # a parser built by hand (a test's) set its main
         return ns.func
     module, _, function = ns.func.partition(":")
     return getattr(importlib.import_module(module), function)

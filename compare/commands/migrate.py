@@ -1,21 +1,6 @@
 """python -m compare migrate: rewrite a Horovod PyTorch repository or script for DDP and torchrun, report every
-change, flag what has no equivalent, and (--verify) prove the result trains the same.
-
-    python -m compare migrate path/to/repo -o repo_ddp    # the whole tree, with repo_ddp/MIGRATION.md
-    python -m compare migrate path/to/repo --diff         # a unified diff that `git apply` takes; writes nothing
-    python -m compare migrate path/to/repo --in-place     # a clean git work tree only (`git checkout .` undoes it)
-    python -m compare migrate path/to/repo -o repo_ddp --verify --entry train.py -- --epochs 2
-    python -m compare migrate train.py                   # writes train_ddp.py and train_ddp.migration.md
-    python -m compare migrate train.py --verify -- --epochs 2
-    python -m compare migrate train.py --verify --speed-rounds 3 -- --epochs 2   # and a speed verdict
-    python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"
-
-Exit status: 0 migrated (and, with --verify, parity holds; or the script prints no loss, so parity is not
-checked, and both sides were timed); 2 bad input; 6 written, but some Horovod uses need a person (see the
-report; --allow-partial exits 0); with --verify, `compare check`'s status (1 parity fails, 3 a run failed,
-4 undecided, 5 not the same job), 3 also when a --speed-rounds launch failed, and 4 when the script prints
-no loss and cannot be timed either. The speed verdict never changes the status.
-"""
+change, flag what has no equivalent, and (--verify) prove the result trains the same. Its options, examples and
+exit statuses are declared in compare/commands/options.py (MIGRATE_OPTIONS, MIGRATE_EPILOG)."""
 
 from __future__ import annotations
 
@@ -25,10 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compare.analysis.speed import MIN_ROUNDS
-from compare.commands.arguments import add_loss_line_arguments
 from compare.loss_lines import LossLogError, compile_patterns
-from compare.migrate.launch_mode import MODES, LaunchMode, Undecided, decide
+from compare.migrate.launch_mode import LaunchMode, Undecided, decide
 from compare.migrate.migration import Flag, Migration
 from compare.migrate.step_times import ThroughputRegexError, compile_throughput
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
@@ -37,73 +20,6 @@ from workload.files import write_atomic
 
 if TYPE_CHECKING:
     from compare.migrate.migrate_tree import TreeMigration
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "migrate", help="rewrite a Horovod script for DDP + torchrun, with a report (and --verify)",
-        formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("script", type=Path, nargs="?", metavar="PATH",
-                        help="the Horovod PyTorch repository (a directory) or script")
-    parser.add_argument("-o", "--out", type=Path, default=None,
-                        help="the migrated tree (default: PATH_ddp beside it) or script (default: SCRIPT_ddp.py)")
-    parser.add_argument("--in-place", action="store_true",
-                        help="rewrite the files themselves; refused unless PATH is in a clean git work tree")
-    parser.add_argument("--diff", action="store_true", help="print the change as a unified diff; write nothing")
-    parser.add_argument("--report", type=Path, default=None,
-                        help="the Markdown report (default: beside the output, OUT.migration.md)")
-    parser.add_argument("--force", action="store_true", help="overwrite an existing output and report")
-    parser.add_argument("--allow-partial", action="store_true",
-                        help="exit 0 even when Horovod uses that need a person remain (they stay, flagged)")
-    parser.add_argument("--launch", metavar="HOROVODRUN_LINE", default=None,
-                        help='a horovodrun command line to translate, e.g. "horovodrun -np 8 -H a:4,b:4 python '
-                             'train.py"')
-    verify = parser.add_argument_group("--verify: run both and compare")
-    verify.add_argument("--verify", action="store_true",
-                        help="run the original under horovodrun and the result under torchrun (np 2, CPU), "
-                             "then `compare check` the two run records")
-    verify.add_argument("--entry", default=None, metavar="PATH_IN_REPO",
-                        help="a repository's entry point, relative to its root (the script horovodrun ran)")
-    verify.add_argument("--ddp-args", default=None, metavar="ARGS",
-                        help="the migrated side's own arguments, in place of those after -- (e.g. \"--distributed "
-                             "--epochs 1\" where the migration refuses --horovod)")
-    verify.add_argument("--verify-out", type=Path, default=None,
-                        help="where the two run directories go (default: results/migrate/SCRIPT-STEM)")
-    verify.add_argument("--np", type=int, default=2, help="processes on each side")
-    verify.add_argument("--horovod-controller", choices=["gloo", "mpi"], default="gloo",
-                        help="horovodrun --gloo or --mpi (Adasum needs mpi)")
-    verify.add_argument("--timeout", type=float, default=300, help="seconds allowed for each run")
-    verify.add_argument("--launch-mode", choices=MODES, default="auto",
-                        help="cli: horovodrun and torchrun start the workers; api: the script starts them "
-                             "(horovod.run, torch.multiprocessing.spawn); auto: decided from the script and its "
-                             "arguments (a horovod.run under `if args.num_proc:` is api only with --num-proc)")
-    add_loss_line_arguments(verify, "--loss-regex")
-    verify.add_argument("--speed-rounds", type=int, default=0, metavar="N",
-                        help="launch each side N more times, interleaved with the order alternating, for a speed "
-                             f"verdict over rounds as compare run reaches it (it needs {MIN_ROUNDS} rounds, the "
-                             "verify launches being the first)")
-    verify.add_argument("--warmup", type=int, default=5, help="optimizer steps of each launch left out of its "
-                                                              "timing (as compare run's --warmup)")
-    verify.add_argument("--throughput-regex", default=None,
-                        help="for a script whose optimizer bypasses torch's step hooks: a regular expression "
-                             "with a named group throughput (a rate, higher is faster), searched in rank 0's lines "
-                             "(default: 'X img/sec', 'X samples/s', 'X it/s')")
-    parser.set_defaults(func=main, script_args=[])
-    parser.epilog += ("\n\nAfter --: arguments for both runs of --verify ({run_dir} is replaced by each side's run "
-                      "directory).")
-    # Everything after `--` goes to the script. argparse would offer it to the positionals, which are taken
-    # by then, so it is split off before argparse sees it.
-    parse_known_args = parser.parse_known_args
-
-    def split_script_args(args=None, namespace=None):
-        args = list(sys.argv[1:] if args is None else args)
-        rest = args[args.index("--") + 1:] if "--" in args else []
-        known, extras = parse_known_args(args[:args.index("--")] if "--" in args else args, namespace)
-        known.script_args = rest
-        return known, extras
-
-    parser.parse_known_args = split_script_args  # type: ignore[method-assign]
 
 
 def _check_options(ns: argparse.Namespace) -> None:

@@ -7,10 +7,6 @@ one entry with one default, whatever the command. The table imports no command, 
 `--help` is built from it alone, and the command's own module is imported only to run it.
 Defaults that belong to the analysis (the tolerance floor, the margins, the targets) or the launchers (Slurm)
 are written here and pinned to their homes by tests/test_cli_options.py.
-
-The lead's port of `compare migrate`: declare its options here with "migrate" in `commands`, move its
-description and epilog into COMMAND_SPECS["migrate"] (`passthrough="script_args"` keeps `-- ARGS`), drop
-`legacy=True` and migrate.py's add_parser.
 """
 
 from __future__ import annotations
@@ -45,6 +41,8 @@ MARGINS_SHOWN = "final_loss=2%, eval_loss=2%, eval_accuracy=0.01"
 TARGETS_SHOWN = "digits eval_accuracy=0.9, mlp eval_accuracy=0.6"
 HOROVOD_FORMS, DDP_FORMS = ("srun", "mpirun"), ("torchrun", "srun")
 # compare/importers.py's FORMATS and compare/loss_lines.py's STEP_FROM (both import what --help must not).
+MIGRATE_LAUNCH_MODES = ("auto", "cli", "api")  # compare/migrate/launch_mode.py's MODES
+SPEED_MIN_ROUNDS = 3  # compare/analysis/speed.py's MIN_ROUNDS: rounds a speed verdict needs
 IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text", "mlflow"), ("log", "order")
 ON_RESTART = ("keep-last", "keep-first")  # compare/loss_lines/recording.py's
 
@@ -56,6 +54,26 @@ FIELDS = "where the values are (column, key or tag names)"
 TEXT = "text logs (docs/own-job.md: prefixes, ranks, how steps are numbered)"
 CLUSTER = "cluster"
 RESULTS = Path("results")  # `--out`'s default: results/COMMAND
+
+
+MIGRATE_EPILOG = """examples:
+  python -m compare migrate path/to/repo -o repo_ddp    # the whole tree, with repo_ddp/MIGRATION.md
+  python -m compare migrate path/to/repo --diff         # a unified diff that `git apply` takes; writes nothing
+  python -m compare migrate path/to/repo --in-place     # a clean git work tree only (`git checkout .` undoes it)
+  python -m compare migrate path/to/repo -o repo_ddp --verify --entry train.py -- --epochs 2
+  python -m compare migrate train.py                    # writes train_ddp.py and train_ddp.migration.md
+  python -m compare migrate train.py --verify --speed-rounds 3 -- --epochs 2   # and a speed verdict
+  python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py"
+
+After --: arguments for both runs of --verify ({run_dir} is replaced by each side's run directory; --ddp-args
+gives the migrated side its own).
+
+Exit status: 0 migrated (and, with --verify, parity holds; or the script prints no loss, so parity is not
+checked, and both sides were timed); 2 bad input; 6 written, but some Horovod uses need a person (see the
+report; --allow-partial exits 0); with --verify, `compare check`'s status (1 parity fails, 3 a run failed,
+4 undecided, 5 not the same job), 3 also when a --speed-rounds launch failed, and 4 when the script prints no
+loss and cannot be timed either. The speed verdict never changes the status."""
+VERIFY = "--verify: run both and compare"
 
 
 @dataclass(frozen=True)
@@ -70,7 +88,6 @@ class Command:
     passthrough: str | None = None  # the namespace attribute that gets everything after `--`
     # What this command does with a training option, added to that option's help (flag -> words).
     workload_notes: dict[str, str] = field(default_factory=dict)
-    legacy: bool = False  # its module still adds its own parser (add_parser): compare migrate until it is ported
     entry: str = "main"
 
 
@@ -106,7 +123,9 @@ COMMAND_SPECS: dict[str, Command] = {
                       "report` read. What the log cannot tell (step times, the global batch, the machine) is left "
                       "empty and listed in run.json's \"imported\" entry.", "import_records"),
     "migrate": Command("rewrite Horovod code for DDP + torchrun, with a report (and --verify)",
-                       "", "migrate", legacy=True),
+                       "Rewrite a Horovod PyTorch repository or script for DDP and torchrun, report every change, flag "
+                       "what has no equivalent, and (--verify) prove the result trains the same (docs/migration.md).",
+                       "migrate", passthrough="script_args", epilog=MIGRATE_EPILOG),
 }
 
 
@@ -304,6 +323,64 @@ OPTIONS: tuple[Opt, ...] = (
                              "(keep-last) or the first run's", commands="import", group=TEXT, choices=ON_RESTART,
         default="keep-last"),
 )
+
+
+MIGRATE_OPTIONS: tuple[Opt, ...] = (
+    opt("script", help="the Horovod PyTorch repository (a directory) or script", commands="migrate", type=Path,
+        nargs="?", metavar="PATH"),
+    opt("-o", "--out", help="the migrated tree (default: PATH_ddp beside it) or script (default: SCRIPT_ddp.py)",
+        commands="migrate", type=Path),
+    opt("--in-place", help="rewrite the files themselves; refused unless PATH is in a clean git work tree",
+        commands="migrate", action="store_true"),
+    opt("--diff", help="print the change as a unified diff; write nothing", commands="migrate", action="store_true"),
+    opt("--report", help="a script's Markdown report (default: beside the output, OUT.migration.md)",
+        commands="migrate", type=Path),
+    opt("--force", help="overwrite an existing output and report", commands="migrate", action="store_true"),
+    opt("--allow-partial", help="exit 0 even when Horovod uses that need a person remain (they stay, flagged)",
+        commands="migrate", action="store_true"),
+    opt("--launch", help='a horovodrun command line to translate, e.g. "horovodrun -np 8 -H a:4,b:4 python '
+                         'train.py"', commands="migrate", metavar="HOROVODRUN_LINE"),
+    opt("--verify", help="run the original under horovodrun and the result under torchrun (CPU), then `compare "
+                         "check` the two run records", commands="migrate", group=VERIFY, action="store_true"),
+    opt("--entry", help="a repository's entry point, relative to its root (the script horovodrun ran)",
+        commands="migrate", group=VERIFY, metavar="PATH_IN_REPO"),
+    opt("--ddp-args", help='the migrated side\'s own arguments, in place of those after -- (e.g. "--distributed '
+                           '--epochs 1" where the migration refuses --horovod)', commands="migrate", group=VERIFY,
+        metavar="ARGS"),
+    opt("--verify-out", help="where the two run directories go (default: results/migrate/SCRIPT-STEM)",
+        commands="migrate", group=VERIFY, type=Path),
+    # One world size, a shorter time limit and Gloo (MPI for Adasum): the verify launches', not compare run's.
+    opt("--np", help="processes on each side", commands="migrate", group=VERIFY, type=int, default=2),
+    opt("--horovod-controller", help="horovodrun --gloo or --mpi (Adasum needs mpi)", commands="migrate",
+        group=VERIFY, choices=("gloo", "mpi"), default="gloo"),
+    opt("--timeout", help="seconds allowed for each run", commands="migrate", group=VERIFY, type=float, default=300,
+        metavar="SECONDS"),
+    opt("--launch-mode", help="cli: horovodrun and torchrun start the workers; api: the script starts them "
+                              "(horovod.run, torch.multiprocessing.spawn); auto: decided from the script and its "
+                              "arguments (a horovod.run under `if args.num_proc:` is api only with --num-proc)",
+        commands="migrate", group=VERIFY, choices=MIGRATE_LAUNCH_MODES, default="auto"),
+    opt("--loss-regex", help="a regular expression with named groups step and loss (and lr; epoch for a counter "
+                             "that restarts every epoch), searched in rank 0's lines (default: the reader's named "
+                             "formats, docs/own-job.md: 'step 10 ... loss 0.52', 'Train Epoch: 1 [640/60000 (1%)]  "
+                             "Loss: 0.31', JSON lines, key-value and progress-bar lines...)", commands="migrate",
+        group=VERIFY),
+    opt("--eval-regex", help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
+                             "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%')",
+        commands="migrate", group=VERIFY),
+    opt("--step-from", help="log: the step (and epoch) the line prints; order: the rank's matching lines numbered "
+                            "1, 2, 3...", commands="migrate", group=VERIFY, choices=STEP_FROM, default="log"),
+    opt("--speed-rounds", help="launch each side N more times, interleaved with the order alternating, for a speed "
+                               f"verdict over rounds as compare run reaches it (it needs {SPEED_MIN_ROUNDS} rounds, "
+                               "the verify launches being the first)", commands="migrate", group=VERIFY, type=int,
+        default=0, metavar="N"),
+    opt("--warmup", help="optimizer steps of each launch left out of its timing (as compare run's --warmup)",
+        commands="migrate", group=VERIFY, type=int, default=5),
+    opt("--throughput-regex", help="for a script whose optimizer bypasses torch's step hooks: a regular expression "
+                                   "with a named group throughput (a rate, higher is faster), searched in rank 0's "
+                                   "lines (default: 'X img/sec', 'X samples/s', 'X it/s')", commands="migrate",
+        group=VERIFY),
+)
+OPTIONS = (*OPTIONS, *MIGRATE_OPTIONS)
 
 
 def options_of(command: str) -> list[Opt]:
