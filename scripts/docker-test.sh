@@ -25,7 +25,7 @@ set -euo pipefail
 
 IMAGE=${IMAGE:-localhost/hvd-compare:test}
 BASE_CACHE=${BASE_CACHE:-/var/cache/hvd-compare/bookworm-base.tar}
-COMPARE_ARGS=${COMPARE_ARGS:---np 1,2 --steps 20 --dataset-size 512 --seeds 0,1}
+COMPARE_ARGS=${COMPARE_ARGS:---np 1,2 --steps 20 --dataset-size 512 --seeds 0,1 --repeats 4}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
