@@ -57,12 +57,21 @@ def migrated_with_next_step(output: str, scratch: Path) -> list[str]:
     return [*output.strip().splitlines(), *changes, f"  next (the report's Check it): {again}"]
 
 
+VERDICT = ("framework", "---------", "Horovod ", "DDP ", "reference ", "rounds:", "parity ", "speed:", "compared:",
+           "wall time:")
+
+
+def verdict(output: str, _scratch: Path) -> list[str]:
+    """compare run's table and verdict lines, without the progress lines it writes to stderr."""
+    return [line for line in output.splitlines() if line.startswith(VERDICT)]
+
+
 SAMPLES: dict[str, Sample] = {
     "migrate-script": Sample(
         "README.md", ["python -m compare migrate train.py"], migrated_with_next_step,
         copies={"train.py": "examples/horovod_scripts/plain.py"}),
     "compare-run": Sample(
-        "README.md", ["python -m compare run --np 1,2 --workload digits --out results/digits"], last(5),
+        "README.md", ["python -m compare run --np 1,2 --workload digits --out results/digits"], verdict,
         launches=True),
     "check-logs": Sample(
         "README.md",
