@@ -76,7 +76,7 @@ SAMPLES: dict[str, Sample] = {
     "check-logs": Sample(
         "README.md",
         ["python -m compare import tensorboard runs/hvd-tb --out runs/hvd --framework horovod --world-size 2",
-         "python -m compare check runs/hvd runs/ddp"], last(5),
+         "python -m compare check runs/hvd runs/ddp"], last(3),
         prepare=["horovodrun -np 2 --gloo python train_horovod.py --out runs/hvd-record --tensorboard runs/hvd-tb",
                  "torchrun --standalone --nproc-per-node 2 train_ddp.py --out runs/ddp"],
         copies={"train_horovod.py": "examples/user_scripts/train_horovod.py",
