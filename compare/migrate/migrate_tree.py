@@ -13,7 +13,6 @@ import ast
 import concurrent.futures
 import dataclasses
 import difflib
-import io
 import multiprocessing
 import os
 import re
@@ -27,7 +26,14 @@ from compare.migrate.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_bindings, normalize
-from compare.migrate.repository import Repository, SourceFile, imported_modules, tokenize_names, unique_name
+from compare.migrate.repository import (
+    Repository,
+    SourceFile,
+    code_tokens,
+    imported_modules,
+    tokenize_names,
+    unique_name,
+)
 from compare.migrate.rewrite import migrate_source
 from compare.migrate.switches import Removed, horovod_only_in_switches, probe_aliases, remove_horovod_path
 from workload.errors import UsageError
@@ -230,7 +236,7 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
     migration.flags = [f for f in migration.flags if not (f.category == "horovod left" and (
         f.why.startswith('"horovod":') or any(re.match(rf"\s*{re.escape(n)}\s*=", f.code) for n in spent)))]
     for name in spent:
-        found = [t for t in tokenize_names_list(migration.code) if t == name]
+        found = [t for t, _ in code_tokens(migration.code) if t.type == tokenize.NAME and t.string == name]
         pattern = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=[ \t]*[\"']horovod[\w.]*[\"'][ \t]*(#.*)?\n",
                              re.MULTILINE | re.IGNORECASE)
         if len(found) == 1 and (match := pattern.search(migration.code)):
@@ -239,24 +245,11 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
             migration.changes.append(Change(line, match.group(0).strip(), "", notes.SPENT_CONSTANT))
 
 
-def tokenize_names_list(code: str) -> list[str]:
-    try:
-        return [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type == tokenize.NAME]
-    except (tokenize.TokenError, SyntaxError):
-        return []
-
-
 def _rename(code: str, old: str, new: str) -> str:
     """Every name token `old` (not an attribute: `x.old` stays) written as `new`."""
-    tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     lines = code.splitlines(keepends=True)
-    previous = ""
-    edits = []
-    for token in tokens:
-        if token.type == tokenize.NAME and token.string == old and previous != ".":
-            edits.append(token.start)
-        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-            previous = token.string
+    edits = [token.start for token, attribute in code_tokens(code)
+             if token.type == tokenize.NAME and token.string == old and not attribute]
     for row, column in reversed(edits):
         line = lines[row - 1]
         lines[row - 1] = line[:column] + new + line[column + len(old):]
@@ -302,15 +295,11 @@ def _leftovers(migration: Migration) -> list[Flag]:
     new_to_old = {new: old for old, new in map_lines(migration.source, migration.code).items() if new is not None}
     flagged = {flag.line for flag in migration.flags}
     noted: set[int] = set()
-    found, previous = [], ""
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(migration.code).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return []
+    found = []
     lines = migration.code.splitlines()
-    for token in tokens:
+    for token, attribute in code_tokens(migration.code):
         # A name: only where nothing was flagged (a flagged use keeps its import, and says so).
-        named = token.type == tokenize.NAME and token.string.lower() == "horovod" and previous != "." and \
+        named = token.type == tokenize.NAME and token.string.lower() == "horovod" and not attribute and \
             not migration.flags
         if token.type == tokenize.STRING:
             try:
@@ -324,8 +313,6 @@ def _leftovers(migration: Migration) -> list[Flag]:
                 noted.add(line)
                 migration.changes.append(Change(line, lines[token.start[0] - 1].strip()[:100],
                                                 lines[token.start[0] - 1].strip()[:100], notes.HOROVOD_NAME_KEPT))
-        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-            previous = token.string
         line = new_to_old.get(token.start[0], 0)
         if named and line not in flagged:
             flagged.add(line)

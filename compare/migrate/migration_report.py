@@ -50,12 +50,12 @@ def _nearest(new_lines: list[str], after: str, guess: int | None) -> int | None:
     return min(found, key=lambda line: abs(line - guess)) if guess is not None else found[-1]
 
 
-def _cell(text: str) -> str:
+def markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _code(text: str) -> str:
-    return f"`{_cell(text)}`" if text else "(removed)"
+def markdown_code(text: str) -> str:
+    return f"`{markdown_cell(text)}`" if text else "(removed)"
 
 
 def render(migration: Migration, source_name: str, output_name: str, launch_lines: list[str] | None = None) -> str:
@@ -73,8 +73,8 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
     for change in changes:
         new_line = "-" if change.new_line is None else str(change.new_line)
         original_line = "-" if change.line == 0 else str(change.line)
-        lines.append(f"| {original_line} | {new_line} | {_code(change.before)} | {_code(change.after)} "
-                     f"| {_cell(change.note)} |")
+        lines.append(f"| {original_line} | {new_line} | {markdown_code(change.before)} | {markdown_code(change.after)} "
+                     f"| {markdown_cell(change.note)} |")
     lines += ["", "## Needs a person", ""]
     if not flags and migration.checked:
         lines.append("Nothing: every Horovod use was migrated.")
@@ -82,7 +82,7 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
         lines.append("Not known: the whole result was not checked (compare.migrate.output_check); check it "
                      "before trusting it.")
     for flag in flags:
-        code = f" `{_cell(flag.code)}`" if flag.code else ""
+        code = f" `{markdown_cell(flag.code)}`" if flag.code else ""
         lines.append(f"- **{flag.category}**, {where(flag)}:{code}: {flag.why}")
     if launch_lines:
         lines += ["", "## Launch", "", "```bash", *launch_lines, "```"]

@@ -19,6 +19,8 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.repository import absolute_module
+
 HOROVOD_MODULES = {"horovod", "horovod.torch"}
 LOADERS = {"importlib.import_module", "import_module", "__import__"}
 
@@ -130,7 +132,7 @@ class Normalize(cst.CSTTransformer):
                 self.module_imports.append((loaded, name))
                 return cst.RemoveFromParent()
         if isinstance(node, cst.ImportFrom) and isinstance(node.names, (list, tuple)) and node.module is not None:
-            source = self._absolute(node)
+            source = absolute_module(node, self.module_name)
             bound = self.reexports.get(source, set())
             moved = [a for a in node.names if get_full_name_for_node(a.name) in bound]
             if moved:
@@ -145,14 +147,6 @@ class Normalize(cst.CSTTransformer):
                     imports.insert(0, node.with_changes(names=kept))
                 return cst.FlattenSentinel([updated.with_changes(body=[statement]) for statement in imports])
         return updated
-
-    def _absolute(self, node: cst.ImportFrom) -> str:
-        name = get_full_name_for_node(node.module) or ""
-        if not node.relative:
-            return name
-        package = self.module_name.rsplit(".", 1)[0].split(".") if "." in self.module_name else []
-        up = len(node.relative) - 1
-        return ".".join([*(package[:len(package) - up] if up else package), name])
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if self.held and original.attr.value in self.held and isinstance(original.value, cst.Name) and \

@@ -120,19 +120,24 @@ class Repository:
         return names
 
 
-def tokenize_names(text: str) -> set[str]:
-    """The names a file writes, but attribute names (`x.name` binds nothing a helper could shadow)."""
-    names: set[str] = set()
+def code_tokens(text: str) -> list[tuple[tokenize.TokenInfo, bool]]:
+    """Each token of the code, with whether it follows a "." (an attribute's name: `x.name`); none for text that
+    does not tokenize."""
+    found = []
     previous = ""
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.NAME and previous != ".":
-                names.add(token.string)
+            found.append((token, previous == "."))
             if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
                 previous = token.string
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return names
+        return []
+    return found
+
+
+def tokenize_names(text: str) -> set[str]:
+    """The names a file writes, but attribute names (`x.name` binds nothing a helper could shadow)."""
+    return {token.string for token, attribute in code_tokens(text) if token.type == tokenize.NAME and not attribute}
 
 
 def unique_name(wanted: str, taken: set[str]) -> str:
@@ -145,24 +150,27 @@ def unique_name(wanted: str, taken: set[str]) -> str:
     return f"{wanted}_{number}"
 
 
+def absolute_module(node: cst.ImportFrom, own_name: str) -> str:
+    """The module a `from ... import` names, a relative one resolved against the importing module's name."""
+    name = get_full_name_for_node(node.module) if node.module else ""
+    if not node.relative:
+        return name or ""
+    package = own_name.rsplit(".", 1)[0].split(".") if "." in own_name else []
+    up = len(node.relative) - 1
+    return ".".join([*(package[:len(package) - up] if up else package), *([name] if name else [])])
+
+
 def imported_modules(module: cst.Module, own_name: str) -> dict[str, set[str]]:
     """The modules a file imports (absolute names, relative imports resolved against own_name), each with the
     names taken from it (empty for `import x`)."""
     found: dict[str, set[str]] = {}
-    package = own_name.rsplit(".", 1)[0] if "." in own_name else ""
     for node in m.findall(module, m.Import() | m.ImportFrom()):
         if isinstance(node, cst.Import):
             for alias in node.names:
                 found.setdefault(get_full_name_for_node(alias.name) or "", set())
             continue
         assert isinstance(node, cst.ImportFrom)
-        name = get_full_name_for_node(node.module) if node.module else ""
-        if node.relative:
-            base = package.split(".") if package else []
-            up = len(node.relative) - 1
-            base = base[:len(base) - up] if up else base
-            name = ".".join([*base, *([name] if name else [])])
-        names = found.setdefault(name or "", set())
+        names = found.setdefault(absolute_module(node, own_name), set())
         if isinstance(node.names, (list, tuple)):
             names.update(get_full_name_for_node(a.name) or "" for a in node.names)
     return found

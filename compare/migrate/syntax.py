@@ -47,6 +47,11 @@ def parse_stmt(code: str) -> cst.BaseStatement:
     return cst.parse_statement(code)
 
 
+def parameter_names(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    return {p.name.value for p in [*params.params, *params.posonly_params, *params.kwonly_params]}
+
+
 def dotted_name(node: cst.CSTNode | None) -> str | None:
     """'a.b.c' for a chain of names only (not hvd.broadcast(...).item, whose full name would read the same)."""
     if isinstance(node, cst.Name):

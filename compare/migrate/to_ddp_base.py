@@ -13,7 +13,7 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate.added_helpers import HELPER_IMPORTS, HELPERS
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change
-from compare.migrate.syntax import shortened
+from compare.migrate.syntax import parameter_names, shortened
 
 
 class RewriteBase(m.MatcherDecoratableTransformer):
@@ -45,13 +45,8 @@ class RewriteBase(m.MatcherDecoratableTransformer):
         self.step_hook = uses.dist_optimizer_stmt is not None and not uses.lightning and not self.model
         self.wrap_stmt = max(stmts, key=uses.line) if (stmts and self.model) else None
         self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt else None
-        self.wrap_function: cst.FunctionDef | None = None
+        self.wrap_function = uses.enclosing_function(self.wrap_stmt) if self.wrap_stmt is not None else None
         self.function_depth: list[cst.FunctionDef] = []
-        if self.wrap_stmt is not None:
-            node = self.wrap_stmt
-            while not isinstance(node, (cst.FunctionDef, cst.Module)):
-                node = uses.parents[node]
-            self.wrap_function = node if isinstance(node, cst.FunctionDef) else None
 
     # bookkeeping
     def note(self, original: cst.CSTNode, after: str, note: str) -> None:
@@ -82,13 +77,8 @@ class RewriteBase(m.MatcherDecoratableTransformer):
 def _argument_not_returned(uses: HorovodUses, model: str, statement: cst.CSTNode) -> bool:
     """The model is a parameter of the function the optimizer is made in, and that function does not return it:
     a DDP made there would be a local name the caller never trains through."""
-    node = statement
-    while not isinstance(node, (cst.FunctionDef, cst.Module)):
-        node = uses.parents[node]
-    if not isinstance(node, cst.FunctionDef):
+    function = uses.enclosing_function(statement)
+    if function is None or model not in parameter_names(function):
         return False
-    params = {p.name.value for p in [*node.params.params, *node.params.posonly_params, *node.params.kwonly_params]}
-    if model not in params:
-        return False
-    returned = {get_full_name_for_node(r.value) for r in m.findall(node.body, m.Return()) if r.value is not None}
+    returned = {get_full_name_for_node(r.value) for r in m.findall(function.body, m.Return()) if r.value is not None}
     return model not in returned

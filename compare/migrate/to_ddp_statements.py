@@ -12,7 +12,7 @@ from compare.migrate import notes
 from compare.migrate.added_helpers import helper_code
 from compare.migrate.migration import Change
 from compare.migrate.output_ddp import samples_sub_networks
-from compare.migrate.syntax import argument, keyword_args, parse_expr, parse_stmt, receiver_of
+from compare.migrate.syntax import argument, keyword_args, parameter_names, parse_expr, parse_stmt, receiver_of
 from compare.migrate.to_ddp_base import RewriteBase
 
 
@@ -102,11 +102,8 @@ class StatementRewrites(RewriteBase):
     def _an_argument(self, statement: cst.CSTNode, name: str) -> bool:
         """name is a parameter of the function the statement is in: whether its state came from a checkpoint is
         the caller's to know, so what Horovod broadcast stays broadcast."""
-        node = statement
-        while not isinstance(node, (cst.FunctionDef, cst.Module)):
-            node = self.uses.parents[node]
-        return isinstance(node, cst.FunctionDef) and name in {
-            p.name.value for p in [*node.params.params, *node.params.posonly_params, *node.params.kwonly_params]}
+        function = self.uses.enclosing_function(statement)
+        return function is not None and name in parameter_names(function)
 
     def _broadcast_optimizer_state(self, original: cst.SimpleStatementLine, call: cst.Call,
                                    ) -> list[cst.BaseStatement]:

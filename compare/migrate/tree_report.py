@@ -6,15 +6,7 @@ from __future__ import annotations
 import shlex
 
 from compare.migrate.migrate_tree import FileMigration, TreeMigration
-from compare.migrate.migration_report import place_changes
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    return f"`{_cell(text)}`" if text else "(removed)"
+from compare.migrate.migration_report import markdown_cell, markdown_code, place_changes
 
 
 def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[str]:
@@ -24,18 +16,18 @@ def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[s
              f"{role}; {len(migration.changes) + len(migrated.normalized)} change(s), {len(migration.flags)} "
              "place(s) need a person.", ""]
     if migrated.normalized:
-        lines += [f"- line {n.line}: `{_cell(n.before)}`: Horovod {n.how}; read as `import horovod.torch`, then "
-                  "migrated as that import" for n in migrated.normalized]
+        lines += [f"- line {n.line}: `{markdown_cell(n.before)}`: Horovod {n.how}; read as `import horovod.torch`, "
+                  "then migrated as that import" for n in migrated.normalized]
         lines.append("")
     lines += ["| line | new line | Horovod | DDP | note |", "|---|---|---|---|---|"]
     for change in place_changes(migration):
         new_line = "-" if change.new_line is None else str(change.new_line)
         after = change.after if not (change.line == 0 and helpers_module) else f"imported from {helpers_module}"
-        lines.append(f"| {change.line or '-'} | {new_line} | {_code(change.before)} | {_code(after)} "
-                     f"| {_cell(change.note)} |")
+        lines.append(f"| {change.line or '-'} | {new_line} | {markdown_code(change.before)} | {markdown_code(after)} "
+                     f"| {markdown_cell(change.note)} |")
     for flag in migration.flags:
         where = f"line {flag.line}" if flag.line else "somewhere"
-        code = f" `{_cell(flag.code)}`" if flag.code else ""
+        code = f" `{markdown_cell(flag.code)}`" if flag.code else ""
         lines.append(f"\n- needs a person: **{flag.category}**, {where}:{code}: {flag.why}")
     return [*lines, ""]
 

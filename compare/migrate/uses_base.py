@@ -60,6 +60,12 @@ class UsesBase(m.MatcherDecoratableVisitor):
             node = self.parents[node]
         return node
 
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function a node is in (None at module level)."""
+        while not isinstance(node, (cst.FunctionDef, cst.Module)):
+            node = self.parents[node]
+        return node if isinstance(node, cst.FunctionDef) else None
+
     def hvd_name(self, node: cst.CSTNode) -> str | None:
         """'rank' for hvd.rank, 'Compression.fp16' for hvd.Compression.fp16, else None."""
         name = dotted_name(node)
