@@ -263,15 +263,16 @@ def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool]) -> Migratio
     its own `dist` is held aside under a placeholder while the rewrite runs, and torch.distributed takes a name
     the file does not use (`torch_dist`): neither shadows the other."""
     _, code, helpers_module, helper_names, end_of_job = job
-    own = "dist" in tokenize_names(code)
-    held = unique_name("repository_dist", tokenize_names(code)) if own else ""
+    names = tokenize_names(code)
+    own = "dist" in names
+    held = unique_name("repository_dist", names) if own else ""
     try:
         migration = migrate_source(_rename(code, "dist", held) if own else code, helpers_module=helpers_module,
                                    helper_names=helper_names, end_of_job=end_of_job)
     except NotMigratable as exc:
         return str(exc)
     if own:
-        torch_dist = unique_name("torch_dist", tokenize_names(code))
+        torch_dist = unique_name("torch_dist", names)
         migration.code = _rename(_rename(migration.code, "dist", torch_dist), held, "dist")
         for change in migration.changes:
             change.after = _words(_words(change.after, "dist", torch_dist), held, "dist")
