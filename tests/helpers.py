@@ -61,3 +61,18 @@ def read_meta(run_dir: Path) -> dict:
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
+
+
+def finished(result: subprocess.CompletedProcess, *, record: Path | None = None,
+             last_line: str | None = None) -> subprocess.CompletedProcess:
+    """ok(), except for a torchrun launch of a user-shaped script whose only failure is a worker's abort as its
+    interpreter exited, after the work is shown done (its run record says "ok", or it printed its last line):
+    that counts as done, as the project's launchers count it (PyTorch's Gloo teardown race,
+    docs/fault-tolerance.md, "Gloo's abort at exit"). The project's own entry points leave with os._exit and
+    go through ok()."""
+    from compare.launch.logs import TEARDOWN_ABORT
+    from workload.record_format import says_ok
+
+    aborted_at_exit = result.returncode != 0 and TEARDOWN_ABORT in result.stdout + result.stderr
+    work_done = (record is not None and says_ok(record)) or (last_line is not None and last_line in result.stdout)
+    return result if aborted_at_exit and work_done else ok(result)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT, launch_env, ok, tool
+from helpers import finished as finished_launch
 
 from compare.__main__ import main as compare_main
-from compare.launch.logs import TEARDOWN_ABORT
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
 
 REPOS = ROOT / "examples" / "repos"
@@ -186,10 +186,9 @@ def finished(launched, name: str, side: str) -> subprocess.CompletedProcess:
     interpreter exited, after the last step was printed, counts as done, as the project's launchers count it
     (PyTorch's Gloo teardown race: docs/fault-tolerance.md, "Gloo's abort at exit")."""
     result = launched[1][name, side]
-    last = f"step {fixture_of(name).steps} loss "
-    if result.returncode != 0 and TEARDOWN_ABORT in result.stderr and last in result.stdout and side != "horovod":
-        return result
-    return ok(result)
+    if side == "horovod":
+        return ok(result)
+    return finished_launch(result, last_line=f"step {fixture_of(name).steps} loss ")
 
 
 def record(launched, name: str, side: str) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT, ok, run, tool
+from helpers import ROOT, finished, ok, run, tool
 
 from compare.__main__ import main as compare_main
 from compare.launch.lines import torchrun
@@ -300,8 +300,8 @@ def test_wrong_hand_translation_fails_the_check(verified):
     code = (out / "plain_ddp.py").read_text()
     assert "lr=args.lr * dist.get_world_size()" in code
     wrong.write_text(code.replace("lr=args.lr * dist.get_world_size()", "lr=args.lr"))
-    ok(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(wrong), "--epochs", "1"],
-           RUN_DIR=str(out / "wrong"), PYTHONPATH=str(ROOT)))
+    finished(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(wrong), "--epochs", "1"],
+                 RUN_DIR=str(out / "wrong"), PYTHONPATH=str(ROOT)), record=out / "wrong")
     check = run([sys.executable, "-m", "compare", "check", str(out / "plain" / "horovod"), str(out / "wrong")])
     assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
     # the same data, order and weights: the first update is the first to differ, at step 2 of seed 42
@@ -317,8 +317,8 @@ def test_clipping_added_on_one_side_of_inner_accumulation_fails(verified):
     assert step in code
     planted = out / "inner_accumulation_clipped.py"
     planted.write_text(code.replace(step, "        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)\n" + step))
-    ok(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(planted), "--epochs", "1"],
-           RUN_DIR=str(out / "clipped"), PYTHONPATH=str(ROOT)))
+    finished(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(planted), "--epochs", "1"],
+                 RUN_DIR=str(out / "clipped"), PYTHONPATH=str(ROOT)), record=out / "clipped")
     check = run([sys.executable, "-m", "compare", "check", str(out / "inner_accumulation" / "horovod"),
                  str(out / "clipped")])
     assert check.returncode == 1 and "parity fails" in check.stdout, check.stdout + check.stderr

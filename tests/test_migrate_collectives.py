@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT, ok, run, tool
+from helpers import ROOT, finished, ok, run, tool
 
 from compare.migrate import migrate_source
 from compare.migrate.added_helpers import HELPERS
@@ -158,8 +158,8 @@ def test_a_summed_allgather_gradient_fails_the_check(verified):
     assert averaged in code
     planted = out / "contrastive_summed.py"
     planted.write_text(code.replace(averaged, "return summed.narrow(0, start, rows).to(grad.device)"))
-    ok(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(planted), "--epochs", "1"],
-           RUN_DIR=str(out / "summed"), PYTHONPATH=str(ROOT)))
+    finished(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(planted), "--epochs", "1"],
+                 RUN_DIR=str(out / "summed"), PYTHONPATH=str(ROOT)), record=out / "summed")
     check = run([sys.executable, "-m", "compare", "check", str(out / "contrastive_allgather" / "horovod"),
                  str(out / "summed")])
     assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr

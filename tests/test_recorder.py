@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT, ok, read_meta, read_steps, run, tool
+from helpers import ROOT, finished, ok, read_meta, read_steps, run, tool
 
 import recorder
 from compare.__main__ import main as compare_main
@@ -92,9 +92,9 @@ def user_runs(tmp_path_factory) -> dict[str, Path]:
     ok(run([tool("horovodrun"), "-np", "2", "--gloo", sys.executable, HOROVOD_SCRIPT, "--out", str(runs["horovod"]),
             "--tensorboard", str(runs["tensorboard"])]))
     torchrun = [tool("torchrun"), "--standalone", "--nproc-per-node", "2", DDP_SCRIPT]
-    result = ok(run([*torchrun, "--out", str(runs["ddp"]), "--print-loss"]))
+    result = finished(run([*torchrun, "--out", str(runs["ddp"]), "--print-loss"]), record=runs["ddp"])
     runs["ddp.log"].write_text(result.stdout)
-    ok(run([*torchrun, "--out", str(runs["ddp-lr"]), "--lr-at-step", "10:0.2"]))
+    finished(run([*torchrun, "--out", str(runs["ddp-lr"]), "--lr-at-step", "10:0.2"]), record=runs["ddp-lr"])
     return runs
 
 
