@@ -19,6 +19,13 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
     """Pass 1: where Horovod is used, and what each use becomes. The visits of the imports and of every
     Horovod name and call are here; Lightning's Trainer and gradient accumulation are the parts it is made of."""
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # Every name bound to horovod.torch, before any use is visited: an import below a function that uses the
+        # name (`def main(hvd, ...)` called from a `__main__` block that imports it) binds it for that function
+        # too, as pass 2 sees it.
+        for alias in m.findall(node, m.ImportAlias(name=m.Attribute(value=m.Name("horovod"), attr=m.Name("torch")))):
+            self.hvd.add(get_full_name_for_node(alias.asname.name) if alias.asname else "horovod.torch")  # type: ignore[union-attr,arg-type]
+
     # imports
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

@@ -25,7 +25,7 @@ from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
-from compare.migrate.normalize import Normalized, horovod_bindings, normalize
+from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
 from compare.migrate.repository import (
     Repository,
     SourceFile,
@@ -99,11 +99,11 @@ def _ended(line: str) -> str:
     return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
 
 
-def _reaches_horovod(source: SourceFile, reexporters: dict[str, set[str]]) -> bool:
+def _reaches_horovod(source: SourceFile, providers: dict[str, set[str]]) -> bool:
     if HOROVOD_TEXT.search(source.text):
         return True
     words = set(re.findall(r"[A-Za-z_][\w.]*", source.text))
-    return any(name in words or name.rsplit(".", 1)[-1] in words for name in reexporters)
+    return any(name in words or name.rsplit(".", 1)[-1] in words for name in providers)
 
 
 def _parse(source: SourceFile) -> cst.Module:
@@ -143,8 +143,12 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     # Modules that bind horovod.torch at module level: another module may import that name from them.
     reexporters = {name: bound for path, module in parsed.items() if (bound := horovod_bindings(module))
                    for name in repository.files[path].module_names}
+    # ... and functions that return it (`hvd = tinynet.distributed()`): a caller of one reaches Horovod too.
+    accessors = {name: found for path, module in parsed.items() if (found := horovod_accessors(module))
+                 for name in repository.files[path].module_names}
+    providers = {**reexporters, **accessors}
     for path, source in repository.files.items():
-        if path not in parsed and reexporters and _reaches_horovod(source, reexporters):
+        if path not in parsed and providers and _reaches_horovod(source, providers):
             parsed[path] = _parse(source)
     if not parsed:
         raise UsageError(f"{repository.root if not repository.single_file else next(iter(repository.files))}: "
@@ -156,7 +160,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     switched = _remove_horovod_paths(repository, parsed)
     if switched is not None:
         return _tree_of_switched(repository, parsed, switched, entries, entry)
-    normalized = {path: normalize(parsed[path], reexporters, _module_name(path)) for path in sorted(parsed)}
+    normalized = {path: normalize(parsed[path], reexporters, _module_name(path), accessors) for path in sorted(parsed)}
     jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
              path in entries) for path, (module, done, _) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
@@ -178,6 +182,8 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
             if untouched.flags:
                 files.append(FileMigration(path, repository.files[path], untouched, [], path in entries))
             continue
+        if done:
+            _to_original_lines(result, repository.files[path].text, done[0].line)
         result.source = repository.files[path].text
         _drop_spent_constants(result, normalized[path][2])
         result.flags += _leftovers(result)
@@ -226,6 +232,24 @@ def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
     return TreeMigration(repository, files, entry)
+
+
+def _to_original_lines(migration: Migration, original: str, hoisted_from: int) -> None:
+    """The lines of the changes and flags, counted in the normalized file (which may have an import hoisted to
+    the top: compare/migrate/normalize.py), as the original's; a hoisted line is the line it came from."""
+    normalized_lines, original_lines = migration.source.splitlines(), original.splitlines()
+    lines = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, normalized_lines, original_lines,
+                                                       autojunk=False).get_opcodes():
+        for i in range(i1, i2):
+            if tag == "equal":
+                lines[i + 1] = j1 + i - i1 + 1
+            elif tag == "replace":  # a line normalize rewrote: the most alike of the lines it stands among
+                lines[i + 1] = 1 + max(range(j1, j2), key=lambda j: difflib.SequenceMatcher(
+                    None, normalized_lines[i].strip(), original_lines[j].strip()).ratio())
+    for item in [*migration.changes, *migration.flags]:
+        if item.line:
+            item.line = lines.get(item.line) or hoisted_from
 
 
 def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:

@@ -6,7 +6,9 @@ that import, so that the one rewrite (compare/migrate/rewrite.py) sees every use
   when the module is kept on the object (`self.hvd = ...`), every `self.hvd` of that class reads a module-level
   name instead;
 - re-exported: `from utils.distributed import hvd`, where that module of the repository binds hvd to
-  horovod.torch.
+  horovod.torch;
+- returned by an accessor of the repository: `hvd = tinynet.distributed()`, where `distributed()` only imports
+  horovod.torch and returns it (a package that imports without Horovod installed).
 
 Each is recorded (line, what it was) for the report.
 """
@@ -14,6 +16,7 @@ Each is recorded (line, what it was) for the report.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -29,14 +32,37 @@ LOADERS = {"importlib.import_module", "import_module", "__import__"}
 class Normalized:
     line: int
     before: str
-    how: str  # "loaded by name" | "re-exported by the repository"
+    how: str  # "loaded by name" | "re-exported by the repository" | "returned by the repository's accessor"
 
 
 def horovod_bindings(module: cst.Module) -> set[str]:
     """Module-level names this file binds to horovod.torch (`import horovod.torch as hvd`, `from horovod import
     torch as hvd`): what another module may import from it."""
+    return _bindings(module.body)
+
+
+def horovod_accessors(module: cst.Module) -> set[str]:
+    """This file's module-level functions that import horovod.torch and return it, doing nothing else
+    (`def distributed(): from horovod import torch as hvd; return hvd`): a call to one is that import."""
+    found = set()
+    for function in module.body:
+        params = function.params if isinstance(function, cst.FunctionDef) else None
+        if params is None or params.params or isinstance(params.star_arg, cst.Param) or params.kwonly_params or \
+                not isinstance(function.body, cst.IndentedBlock):  # type: ignore[union-attr]
+            continue
+        body = [s for s in function.body.body if not m.matches(s, m.SimpleStatementLine(
+            body=[m.Expr(value=m.SimpleString() | m.ConcatenatedString())]))]  # the docstring
+        returned = body[-1] if body else None
+        if m.matches(returned, m.SimpleStatementLine(body=[m.Return(value=m.Name())])) and \
+                returned.body[0].value.value in _bindings(body[:-1]) and \
+                all(m.matches(s, m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])) for s in body[:-1]):  # type: ignore[union-attr]
+            found.add(function.name.value)
+    return found
+
+
+def _bindings(body: Sequence[cst.BaseStatement]) -> set[str]:
     bound: set[str] = set()
-    for statement in module.body:
+    for statement in body:
         if not m.matches(statement, m.SimpleStatementLine()):
             continue
         for node in statement.body:  # type: ignore[attr-defined]
@@ -68,9 +94,12 @@ class Normalize(cst.CSTTransformer):
 
     METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
 
-    def __init__(self, reexports: dict[str, set[str]], module_name: str):
+    def __init__(self, reexports: dict[str, set[str]], module_name: str, accessors: dict[str, set[str]]):
         super().__init__()
         self.reexports = reexports          # repository module -> names it binds to horovod.torch
+        self.accessors = accessors          # repository module -> its functions that return horovod.torch
+        self.imported: dict[str, str] = {}  # a name this file binds by an import -> what it names
+        self.functions = 0                  # how deep in function definitions the walk is
         self.module_name = module_name
         self.constants: dict[str, str] = {}
         self.classes: list[dict[str, str]] = []
@@ -92,6 +121,39 @@ class Normalize(cst.CSTTransformer):
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
         return updated
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions += 1
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self.functions -= 1
+        return updated
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name) or ""
+            if alias.asname:
+                self.imported[get_full_name_for_node(alias.asname.name) or ""] = name
+            else:
+                self.imported[name.split(".")[0]] = name.split(".")[0]
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, (list, tuple)):
+            source = absolute_module(node, self.module_name)
+            for alias in node.names:
+                name = get_full_name_for_node(alias.name) or ""
+                self.imported[get_full_name_for_node(alias.asname.name) if alias.asname else name] = \
+                    f"{source}.{name}"  # type: ignore[index]
+
+    def _accessed(self, value: cst.BaseExpression) -> bool:
+        """A call of one of the repository's accessors (no arguments), however this file names it."""
+        if not self.accessors or not isinstance(value, cst.Call) or value.args:
+            return False
+        name = get_full_name_for_node(value.func) or ""
+        head, _, rest = name.partition(".")
+        qualified = self.imported.get(head, f"{self.module_name}.{head}") + (f".{rest}" if rest else "")
+        module, _, function = qualified.rpartition(".")
+        return function in self.accessors.get(module, set())
 
     def _text(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, cst.SimpleString):
@@ -131,6 +193,16 @@ class Normalize(cst.CSTTransformer):
                 name = self.held.setdefault(target.attr.value, target.attr.value)
                 self.module_imports.append((loaded, name))
                 return cst.RemoveFromParent()
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and self._accessed(node.value):
+            self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original).strip(),
+                                        "returned by the repository's accessor"))
+            if self.functions:
+                return updated.with_changes(body=[_import("horovod.torch", node.targets[0].target.value)])
+            # In the module's scope (a `__main__` block): imported at the top, where the module's functions that
+            # receive it see torch.distributed's import after the rewrite, bound once.
+            self.module_imports.append(("horovod.torch", node.targets[0].target.value))
+            return cst.RemoveFromParent()
         if isinstance(node, cst.ImportFrom) and isinstance(node.names, (list, tuple)) and node.module is not None:
             source = absolute_module(node, self.module_name)
             bound = self.reexports.get(source, set())
@@ -173,13 +245,16 @@ def _import(module: str, name: str) -> cst.Import:
 
 
 def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str,
-              ) -> tuple[cst.Module, list[Normalized], set[str]]:
+              accessors: dict[str, set[str]] | None = None) -> tuple[cst.Module, list[Normalized], set[str]]:
     """The file with its indirect Horovod uses written as imports, what was so written, and the constants that
-    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them)."""
-    if not any(loader in module.code for loader in ("import_module", "__import__")) and not reexports:
+    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them).
+    `reexports` and `accessors`: the repository's modules that bind horovod.torch, and their functions that
+    return it."""
+    if not any(loader in module.code for loader in ("import_module", "__import__")) and not reexports \
+            and not accessors:
         return module, [], set()  # nothing to normalize (the common case): no second walk
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    transform = Normalize(reexports, module_name)
+    transform = Normalize(reexports, module_name, accessors or {})
     new = wrapper.visit(transform)
     # A method whose only statement was the loader is left empty: `pass` keeps it valid.
     return new.visit(_FillEmpty()), transform.done, transform.spent

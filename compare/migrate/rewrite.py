@@ -37,6 +37,7 @@ from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.output_check import checked_flags
+from compare.migrate.passed_on import module_passed_on
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
@@ -58,9 +59,11 @@ def _bare_use(uses: HorovodUses, line: int) -> cst.CSTNode:
     return next(n for n in m.findall(uses.module, m.Name()) if uses.line(n) == line)
 
 
-def _bare_use_line(uses: HorovodUses, aliases: set[str]) -> int:
-    """The first line that reads the Horovod module itself (`return hvd`, `main(hvd, args)`), else 0."""
+def _bare_use_line(uses: HorovodUses, aliases: set[str], passed_on: set[int]) -> int:
+    """The first line that reads the Horovod module itself (`return hvd`, `library.setup(hvd)`) where the rewrite
+    did not hand on torch.distributed instead, else 0."""
     skipped = {id(n) for alias in m.findall(uses.module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
+    skipped |= passed_on
     for attribute in m.findall(uses.module, m.Attribute()):
         skipped |= {id(attribute.attr), id(attribute.value)}  # hvd.rank: a use the rewrite knows, or flagged
     lines = [uses.line(n) for n in m.findall(uses.module, m.Name()) if n.value in aliases and id(n) not in skipped]
@@ -80,6 +83,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         transformer = HorovodToDDP(uses, keep_hvd_import=keep)
         transformer.helpers_module, transformer.helper_names = helpers_module, helper_names or {}
         transformer.end_of_job = end_of_job
+        transformer.passed_on = passed_on
         return transformer
 
     try:
@@ -96,6 +100,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
     uses.flag_elastic_commits()
+    passed_on = module_passed_on(wrapper.module, uses.parents, uses.hvd)
     transformer = transformer_for(False)
     new = wrapper.module.visit(transformer)
     if _remaining_hvd(new, uses.hvd | uses.horovod):
@@ -103,7 +108,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         transformer = transformer_for(True)
         new = wrapper.module.visit(transformer)
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
-            line = _bare_use_line(uses, uses.hvd | uses.horovod)
+            line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
             uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
                                    if line else "", "a Horovod use remains that was not recognised (the module "
                                    "itself returned or passed on: its import is kept)" if line else
@@ -115,6 +120,10 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         new = AddImportsVisitor(context).transform_module(new)
     changes = sorted(transformer.changes, key=lambda c: c.line)
     flags = uses.flags + (checked_flags(source, new.code, uses.flags) if check else [])
+    # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
+    # the module's `dist`, with the same module (compare/migrate/passed_on.py).
+    renamed = {uses.line(p) for p in m.findall(wrapper.module, m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
+    flags = [f for f in flags if not (f.category == "shadowed name" and f.line in renamed and "`dist`" in f.why)]
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
                      checked=check,
                      has_sync_batchnorm=uses.has_sync_batchnorm,

@@ -23,6 +23,7 @@ class RewriteBase(m.MatcherDecoratableTransformer):
     helpers_module: str | None = None   # import the helpers from this module of the repository, not inline them
     helper_names: dict[str, str] = {}   # a helper's name where its own would shadow or be shadowed  # noqa: RUF012
     end_of_job = True                   # False for a module that is not the job's entry point: it destroys nothing
+    passed_on: set[int] = set()         # Names handing on the Horovod module (compare/migrate/passed_on.py)  # noqa: RUF012
 
     def __init__(self, uses: HorovodUses, keep_hvd_import: bool):
         super().__init__()

@@ -81,6 +81,12 @@ class ExpressionRewrites(RewriteBase):
             return updated.with_changes(func=func)
         return updated
 
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        if id(original) in self.passed_on:
+            self.note(original, "dist", notes.MODULE_PASSED_ON)
+            return updated.with_changes(value="dist")
+        return updated
+
     def _step_hook_optimizer(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         inner = argument(updated, 0, "optimizer")
         if inner is None:

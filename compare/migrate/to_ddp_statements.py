@@ -269,10 +269,14 @@ class StatementRewrites(RewriteBase):
         body = list(getattr(original, "body", ()))
         if init is None or self.uses.has_shutdown or self.uses.lightning or not self.end_of_job or init not in body:
             return False
-        # The job ends at the end of the block that trains: the module, or a block with a loop after init(). A
-        # helper or a branch that only initialises would destroy the group it has just made.
+        # The job ends at the end of the block that trains: the module, or a block with a loop after init(), or
+        # that calls a function of this file with a loop (`main(args)` in a `__main__` block). A helper or a
+        # branch that only initialises would destroy the group it has just made.
+        looping = {f.name.value for f in m.findall(self.uses.module, m.FunctionDef())  # type: ignore[union-attr]
+                   if m.findall(f, m.For() | m.While())}
         return isinstance(original, cst.Module) or any(
-            m.findall(statement, m.For() | m.While()) for statement in body[body.index(init) + 1:])
+            m.findall(statement, m.For() | m.While() | m.Call(func=m.Name(m.MatchIfTrue(looping.__contains__))))
+            for statement in body[body.index(init) + 1:])
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         return updated.with_changes(body=self._body(list(updated.body), end_of_job=self._is_init_block(original)))

@@ -1,12 +1,11 @@
 """tinynet: a small package trained with `python -m tinynet.train`. Horovod is optional: it is imported only
 when distributed training asks for it."""
-import torch.distributed as dist
 
 __version__ = "0.3.0"
 
 
 def distributed():
     """Horovod's PyTorch API, imported on first use (the package imports without Horovod installed)."""
-    from horovod import torch as hvd
+    import torch.distributed as dist
 
-    return hvd
+    return dist
