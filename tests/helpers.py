@@ -76,3 +76,13 @@ def finished(result: subprocess.CompletedProcess, *, record: Path | None = None,
     aborted_at_exit = result.returncode != 0 and TEARDOWN_ABORT in result.stdout + result.stderr
     work_done = (record is not None and says_ok(record)) or (last_line is not None and last_line in result.stdout)
     return result if aborted_at_exit and work_done else ok(result)
+
+
+def launch_mode_of(source: str, script_args: list[str], requested: str = "auto"):
+    """compare migrate's launch decision for a script's text, from the facts the migration reads of its tree."""
+    import libcst as cst
+
+    from compare.migrate.launch_facts import launch_facts_of
+    from compare.migrate.launch_mode import decide
+
+    return decide(launch_facts_of(cst.parse_module(source)), script_args, requested)

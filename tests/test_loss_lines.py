@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import read_steps
+from helpers import launch_mode_of, read_steps
 
 from compare.__main__ import main as compare_main
 from compare.loss_lines import LossLogError, read_loss_log, split_pieces
-from compare.migrate.launch_mode import Undecided, decide
+from compare.migrate.launch_mode import Undecided
 
 
 def mnist_lines(rank: int, epochs: int = 2, per_epoch: int = 10, prefix: str = "") -> list[str]:
@@ -150,14 +150,14 @@ if __name__ == "__main__":
     ("main(args)", ["--num-proc", "2"], "cli"),
 ])
 def test_the_launch_mode_follows_the_scripts_arguments(body, args, mode):
-    assert decide(DUAL.format(body=body), args).mode == mode
+    assert launch_mode_of(DUAL.format(body=body), args).mode == mode
 
 
 def test_a_condition_that_names_no_argument_asks_for_launch_mode():
     source = DUAL.format(body="if launched_by_hand():\n        horovod.run(main, np=2)\n    else:\n        main(args)")
     with pytest.raises(Undecided, match="--launch-mode"):
-        decide(source, [])
-    forced = decide(DUAL.format(body="if args.num_proc:\n        horovod.run(main, np=2)"), [], "api")
+        launch_mode_of(source, [])
+    forced = launch_mode_of(DUAL.format(body="if args.num_proc:\n        horovod.run(main, np=2)"), [], "api")
     assert forced.mode == "api" and forced.option == "--num-proc"
 
 

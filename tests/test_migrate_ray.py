@@ -10,12 +10,11 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, run
+from helpers import ROOT, launch_mode_of, run
 
 from compare.__main__ import main as compare_main
 from compare.loss_lines import read_loss_log
 from compare.migrate import migrate_source
-from compare.migrate.launch_mode import decide
 from compare.migrate.migration_report import render
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
 
@@ -156,7 +155,7 @@ def test_the_executor_by_its_module_and_positional_arguments():
     assert migration.flags == [] and _left_horovod(migration.code) == [] and "horovod" not in migration.code
     assert "scaling_config=ScalingConfig(num_workers=3),\n" in migration.code
     assert 'torch_config=TorchConfig(backend="gloo")).fit()' in migration.code
-    mode = decide(source, [])
+    mode = launch_mode_of(source, [])
     assert mode.mode == "api" and mode.sides[0] == "python (Horovod's RayExecutor on a local Ray)"  # type: ignore[index]
 
 
@@ -210,11 +209,11 @@ def test_an_elastic_ray_job_is_flagged_and_the_rest_rewritten(tmp_path, capsys):
 
 
 def test_a_ray_script_runs_as_plain_python_on_both_sides():
-    mode = decide(RAY_EXAMPLE.read_text(), [])
+    mode = launch_mode_of(RAY_EXAMPLE.read_text(), [])
     assert mode.mode == "api" and mode.option == "--num-workers"
     assert mode.sides == ("python (Horovod's RayExecutor on a local Ray)",
                           "python (Ray Train's TorchTrainer on a local Ray)")
-    assert decide(HOROVOD_TRAINER, []).sides[0].startswith("python (Ray Train's HorovodTrainer")  # type: ignore[index]
+    assert launch_mode_of(HOROVOD_TRAINER, []).sides[0].startswith("python (Ray Train's HorovodTrainer")  # type: ignore[index]
 
 
 def test_verify_without_ray_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):

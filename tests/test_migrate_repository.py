@@ -216,3 +216,26 @@ def test_a_module_loaded_through_a_registry_is_flagged_not_dropped(tmp_path, cap
     assert "project/registry.py line 3 (horovod left)" in err, err
     report = (tmp_path / "out" / "MIGRATION.md").read_text()
     assert "Nothing was flagged" not in report and "horovod left" in report
+
+
+def test_the_launch_is_decided_from_what_the_migration_read(tmp_path):
+    """--verify's launch decision reads the facts the rewrite collected from the tree it parsed (the entry's
+    Migration), not the script again; an entry with no Horovod of its own is read once, for them."""
+    from compare.migrate.launch_facts import RunSite
+    from compare.migrate.launch_mode import decide
+
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport horovod\nimport horovod.torch as hvd\n\n\ndef main(args):\n    hvd.init()\n\n\n"
+        "if __name__ == '__main__':\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--num-proc', type=int)\n    args = parser.parse_args()\n"
+        "    if args.num_proc:\n        horovod.run(main, args=(args,), np=args.num_proc)\n    else:\n"
+        "        main(args)\n")
+    (tmp_path / "run.py").write_text("import train\n\ntrain.main(None)\n")
+    tree = migrate_tree(Repository.read(tmp_path), entry="train.py")
+    facts = tree.launch_facts()
+    assert facts is next(f.migration.launch for f in tree.files if f.path == "train.py")
+    assert facts.horovod_runs == (RunSite(14, ("num_proc", True), True),)
+    assert facts.options == {"num_proc": ("--num-proc",)}
+    assert decide(facts, ["--num-proc", "2"]).mode == "api" and decide(facts, []).mode == "cli"
+    plain = migrate_tree(Repository.read(tmp_path), entry="run.py").launch_facts()
+    assert plain.horovod_runs == () and decide(plain, []).mode == "cli"

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, run
+from helpers import ROOT, launch_mode_of, run
 
 from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source, notes
 from compare.migrate import spark_launch as spark_launch_module
-from compare.migrate.launch_mode import Undecided, decide
+from compare.migrate.launch_mode import Undecided
 from compare.migrate.migration_report import render
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
 
@@ -254,22 +254,22 @@ def test_verify_launches_spark_scripts_as_python(monkeypatch):
     # as here: pyspark installed, sparkdl not (it installs only on Databricks)
     monkeypatch.setattr(spark_launch_module.importlib.util, "find_spec",
                         lambda name, *a: object() if name == "pyspark" else None)
-    spark = decide(SPARK_RUN_EXAMPLE.read_text(), [])
+    spark = launch_mode_of(SPARK_RUN_EXAMPLE.read_text(), [])
     assert (spark.mode, spark.sides, spark.original_prefix) == (
         "api", ("python (horovod.spark.run)", "python (TorchDistributor)"), ())
-    runner = decide(RUNNER_EXAMPLE.read_text(), [])
+    runner = launch_mode_of(RUNNER_EXAMPLE.read_text(), [])
     assert runner.sides[0] == "horovodrun (the training function HorovodRunner runs)"
     assert runner.original_prefix == (str(spark_launch_module.STANDIN_RUNNER),)
     assert "sparkdl (Databricks' HorovodRunner) is not installed here" in runner.why
     assert "runs under horovodrun -np 2 --gloo" in runner.why  # HorovodRunner(np=-2)
     monkeypatch.setattr(spark_launch_module.importlib.util, "find_spec", lambda name, *a: object())  # on Databricks
-    databricks = decide(RUNNER_EXAMPLE.read_text(), [])
+    databricks = launch_mode_of(RUNNER_EXAMPLE.read_text(), [])
     assert (databricks.sides[0], databricks.original_prefix) == ("python (sparkdl.HorovodRunner)", ())
     with pytest.raises(Undecided, match="not under horovodrun"):
-        decide(SPARK_RUN_EXAMPLE.read_text(), [], "cli")
+        launch_mode_of(SPARK_RUN_EXAMPLE.read_text(), [], "cli")
     monkeypatch.setattr(spark_launch_module.importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(Undecided, match="pyspark is not installed here"):
-        decide(SPARK_RUN_EXAMPLE.read_text(), [])
+        launch_mode_of(SPARK_RUN_EXAMPLE.read_text(), [])
 
 
 def test_verify_without_pyspark_is_one_line_and_nothing_written(tmp_path, monkeypatch, capsys):

@@ -71,8 +71,7 @@ def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, Launch
 
     tree = migrate_tree(Repository.read(ns.script), entry=ns.entry)
     try:
-        mode = decide(entry.read_text(encoding="utf-8", errors="replace"), ns.script_args, ns.launch_mode) \
-            if ns.verify else None
+        mode = decide(tree.launch_facts(), ns.script_args, ns.launch_mode) if ns.verify else None
     except Undecided as exc:
         raise UsageError(f"{entry}: {exc}") from None
     return tree, mode

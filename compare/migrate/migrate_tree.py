@@ -23,6 +23,7 @@ import libcst as cst
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
@@ -60,6 +61,13 @@ class TreeMigration:
     entry: str | None
     helpers_path: str | None = None      # the added module, relative to the root
     helpers_code: str | None = None
+
+    def launch_facts(self) -> LaunchFacts:
+        """How the entry point (the single script, or --entry) is launched, as the migration read it; an entry
+        with no Horovod of its own was not migrated, and is read here."""
+        path = self.entry or next(iter(self.repository.files))
+        found = next((f.migration.launch for f in self.files if f.path == path), None)
+        return found if found is not None else launch_facts_of(_parse(self.repository.files[path]))
 
     @property
     def flags(self) -> list[tuple[str, Flag]]:
@@ -227,7 +235,8 @@ def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
         module, removed = switched[path]
         source = repository.files[path]
         migration = Migration(source.text, module.code,
-                              [Change(r.line, r.before, r.after, r.why) for r in removed], [])
+                              [Change(r.line, r.before, r.after, r.why) for r in removed], [],
+                              launch=launch_facts_of(parsed[path]) if path in entries else LaunchFacts())
         migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.migrate.launch_facts import LaunchFacts
+
 
 class NotMigratable(Exception):
     """The input is not a Horovod PyTorch script this tool can read (one line)."""
@@ -37,3 +39,4 @@ class Migration:
     lightning: bool = False  # a Horovod-driven Lightning Trainer: the original cannot run under Lightning 2
     front_end: str | None = None  # what starts the workers instead of torchrun ("Ray Train's TorchTrainer")
     checked: bool = False  # the whole output went through compare.migrate.output_check (its findings are flags)
+    launch: LaunchFacts = dataclasses.field(default_factory=LaunchFacts)  # how the original is launched

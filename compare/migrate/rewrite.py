@@ -35,6 +35,7 @@ from libcst.metadata import MetadataWrapper
 
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
+from compare.migrate.launch_facts import launch_facts
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.output_check import checked_flags
 from compare.migrate.passed_on import module_passed_on
@@ -125,7 +126,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     renamed = {uses.line(p) for p in m.findall(wrapper.module, m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
     flags = [f for f in flags if not (f.category == "shadowed name" and f.line in renamed and "`dist`" in f.why)]
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
-                     checked=check,
+                     checked=check, launch=launch_facts(wrapper.module, uses.parents, uses.positions),
                      has_sync_batchnorm=uses.has_sync_batchnorm,
                      lightning=uses.lightning,
                      front_end="Ray Train's TorchTrainer" if uses.ray
