@@ -19,7 +19,7 @@ import sys
 
 import pytest
 import torch
-from helpers import horovodrun, ok, read_losses, read_meta, read_steps, reference, run, torchrun
+from helpers import ROOT, horovodrun, ok, read_losses, read_meta, read_steps, reference, run, torchrun
 
 from compare.analysis.parity import by_step, calibrated_band, stepwise
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS
@@ -149,3 +149,19 @@ def test_compare_check_on_cuda_records(horovod_runs):
     # Nothing moves before the changed rate: the update of step 10 is the first, so the loss of step 11.
     at = re.search(r"diverges at step (\d+)", fails.stdout)
     assert at and 11 <= int(at.group(1)) <= 24, fails.stdout
+
+
+def test_migrate_verify_runs_both_sides_on_nccl(tmp_path, horovod_nccl):
+    """`compare migrate SCRIPT --verify --device cuda`: the original under horovodrun, its migration under torchrun,
+    both seeing the GPUs; the script takes its local rank's, and the DDP side's process group is NCCL. Without
+    --device cuda the same verify hides the GPUs from both sides, and the migration runs on Gloo."""
+    script = ROOT / "examples" / "horovod_scripts" / "cpu_metrics_nccl.py"
+    for device, backend in (("cuda", "nccl"), ("cpu", "gloo")):
+        verify_out = tmp_path / device
+        result = run([sys.executable, "-m", "compare", "migrate", str(script), "-o", str(tmp_path / "cm_ddp.py"),
+                      "--force", "--verify", "--device", device, "--np", str(NP), "--verify-out", str(verify_out),
+                      "--", "--epochs", "1"], timeout=600)
+        assert result.returncode == EXIT_OK, result.stdout[-3000:] + result.stderr[-3000:]
+        assert re.search(r"^parity holds", result.stdout, re.MULTILINE), result.stdout
+        assert read_meta(verify_out / "ddp")["backend"] == backend
+        assert ("device: cuda" in result.stdout) == (device == "cuda")

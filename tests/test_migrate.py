@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT, finished, ok, run, tool
+from helpers import ROOT, finished, launch_env, ok, run, tool
 
 from compare.__main__ import main as compare_main
 from compare.launch.lines import torchrun
 from compare.migrate import migrate_source
 from compare.migrate.launch_line import torchrun_lines
 from compare.migrate.migration_report import map_lines, place_changes
-from compare.migrate.verify import record_from_output, run_side
+from compare.migrate.verify import FINISHED, RANK_TAG, every_rank_finished, record_from_output, run_side
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS
 
 TORCHRUN_WORKER_FAILED = 1  # torchrun's exit status when a worker fails (ChildFailedError)
@@ -361,6 +361,22 @@ def test_verify_forgives_an_abort_at_exit_only_after_every_rank_finished(tmp_pat
     # docs/fault-tolerance.md); otherwise the launcher's own, torchrun's 1 when a worker failed (its
     # ChildFailedError), on which --verify stops with EXIT_RUN_FAILED.
     assert code == (EXIT_OK if when == "at exit" else TORCHRUN_WORKER_FAILED), (code, output)
+
+
+@pytest.mark.slow
+def test_torchrun_is_not_tagged_as_a_rank_under_slurm_variables(tmp_path):
+    """Under `srun torchrun` the launcher itself has SLURM_PROCID and SLURM_NTASKS (its node, the nodes): the rank
+    tag must leave its lines, and its last one, untagged, or the job looks like ranks of two sizes."""
+    script = tmp_path / "hello.py"
+    script.write_text("print('hello')\n")
+    launched = subprocess.run(torchrun(2, [str(script)]), capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env={**launch_env(), "PYTHONPATH": str(RANK_TAG), "SLURM_PROCID": "0",
+                                   "SLURM_NTASKS": "1"})
+    output = launched.stdout + launched.stderr
+    assert launched.returncode == 0, output
+    said = [(m["tag"], m["size"]) for m in FINISHED.finditer(output)]
+    assert sorted(said) == [("0", "2"), ("1", "2")], output
+    assert every_rank_finished(output)
 
 
 def test_the_same_script_migrates_to_the_same_text_every_time():

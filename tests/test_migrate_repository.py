@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import ROOT
 
 from compare.__main__ import main as compare_main
@@ -178,6 +179,11 @@ def test_in_place_only_on_a_clean_git_tree(tmp_path, capsys):
     (["--verify"], "needs --entry"),
     (["-o", "OUT", "--verify", "--entry", "nope.py"], "--entry nope.py: no such Python file"),
     (["--diff", "--verify", "--entry", "train.py"], "--verify runs the original beside its migration"),
+    (["-o", "OUT", "--scheduler", "slurm"], "say where --verify runs both sides: give --verify"),
+    (["-o", "OUT", "--device", "cuda"], "say where --verify runs both sides: give --verify"),
+    (["-o", "OUT", "--verify", "--entry", "train.py", "--partition", "gpu"], "--partition needs --scheduler slurm"),
+    (["-o", "OUT", "--verify", "--entry", "train.py", "--scheduler", "slurm", "--nodes", "0"],
+     "--nodes must be positive"),
 ])
 def test_bad_repository_options_are_one_line_exit_2(tmp_path, capsys, args, message):
     repo = _repo(tmp_path / "repo")
@@ -186,6 +192,35 @@ def test_bad_repository_options_are_one_line_exit_2(tmp_path, capsys, args, mess
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="runs where torch sees no CUDA device")
+def test_verify_on_cuda_is_refused_in_one_line_without_a_gpu(tmp_path):
+    """`--verify --device cuda` where torch sees no CUDA device: one line, exit 2, no traceback, nothing written."""
+    repo = _repo(tmp_path / "repo")
+    result = subprocess.run([sys.executable, "-m", "compare", "migrate", str(repo), "-o", str(tmp_path / "out"),
+                             "--verify", "--entry", "train.py", "--device", "cuda", "--", "--epochs", "1"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "python -m compare: error: --device cuda: torch sees no CUDA device here (use --device cpu, or --scheduler "
+        "slurm for GPUs on a cluster's nodes)"], result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_script_that_starts_its_own_workers_is_not_sent_to_slurm(tmp_path, capsys):
+    """horovod.run (the script starts its workers) has no Slurm form here: refused before anything is written."""
+    from compare.launch.slurm import unavailable
+
+    if unavailable():
+        pytest.skip(unavailable())
+    script = ROOT / "examples" / "horovod_scripts" / "horovod_run.py"
+    out = tmp_path / "hr_ddp.py"
+    assert compare_main(["migrate", str(script), "-o", str(out), "--verify", "--scheduler", "slurm",
+                         "--launch-mode", "api"]) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler slurm: horovod_run.py starts its own workers" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_a_repository_without_horovod_is_refused(tmp_path, capsys):

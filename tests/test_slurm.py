@@ -192,6 +192,31 @@ def test_job_over_its_time_limit_is_reported_as_such(cluster):
     assert wait_for_nothing(cluster, job["job_id"]) == {}
 
 
+@pytest.mark.slow
+def test_migrate_verify_runs_both_sides_as_slurm_jobs(cluster, tmp_path, horovod_built):
+    """`compare migrate REPO -o OUT --verify --entry train.py --scheduler slurm`: the original's entry point through
+    srun --mpi=pmix and its migration through srun torchrun, one rank on each node, each tree on its
+    PYTHONPATH; judged as a local --verify is."""
+    verify_out = tmp_path / "verify"
+    result = subprocess.run(
+        [sys.executable, "-m", "compare", "migrate", str(ROOT / "examples" / "repos" / "wrapper_module"),
+         "-o", str(tmp_path / "out"), "--verify", "--entry", "train.py", "--verify-out", str(verify_out),
+         "--scheduler", "slurm", "--nodes", "2", "--timeout", "240", "--", "--epochs", "1"],
+        cwd=ROOT, env=cluster.env(launch_env()), capture_output=True, text=True, timeout=600,
+        start_new_session=True)
+    stdout = succeeded(result)
+    assert "under srun --mpi=pmix (a Slurm job) and train.py under srun torchrun (a Slurm job)" in stdout, stdout
+    assert re.search(r"^parity holds: .*max relative difference 0\b", stdout, re.MULTILINE), stdout
+    for side in ("horovod", "ddp"):
+        job = job_record(verify_out / side)
+        assert job["state"] == "COMPLETED" and job["nodes"] == "n[1-2]", job
+        assert f"slurm job {job['job_id']} on n[1-2]" in stdout, stdout
+        assert "compare migrate --verify --scheduler slurm" in (verify_out / side / "job.sbatch").read_text()
+        assert wait_for_nothing(cluster, job["job_id"]) == {}
+    # The migrated tree's entry point ran, not the original's, and each side's tree was first on its path.
+    assert str(tmp_path / "out" / "train.py") in (verify_out / "ddp" / "job.sbatch").read_text()
+
+
 def wait_for_nothing(cluster: SlurmCluster, job_id: str, within_s: float = 30) -> dict[int, str]:
     """The job's processes still running after within_s (the job has left the queue: none should be)."""
     deadline = time.monotonic() + within_s

@@ -19,6 +19,7 @@ from workload.errors import UsageError
 from workload.files import write_atomic
 
 if TYPE_CHECKING:
+    from compare.launch.scheduling import Scheduler
     from compare.migrate.migrate_tree import TreeMigration
 
 
@@ -50,6 +51,47 @@ def _check_options(ns: argparse.Namespace) -> None:
         compile_patterns(ns.loss_regex, ns.eval_regex)
     except LossLogError as exc:
         raise UsageError(str(exc).replace("--regex", "--loss-regex")) from None
+    _check_where(ns)
+
+
+def _check_where(ns: argparse.Namespace) -> None:
+    """--device and the Slurm options: with --verify only, and a device that is there (one line each)."""
+    from compare.commands import scheduler
+
+    if not ns.verify and (ns.device != "cpu" or ns.scheduler != "local"):
+        raise UsageError("--device and --scheduler say where --verify runs both sides: give --verify")
+    if (misuse := scheduler.local_misuse(ns)) is not None:
+        raise UsageError(misuse)
+    if ns.scheduler == "slurm":
+        scheduler.slurm_settings(ns)  # its values checked now, before anything is written
+        from compare.launch.slurm import unavailable
+
+        if (why := unavailable()) is not None:
+            raise UsageError(f"--scheduler slurm: {why}")
+    if ns.device == "cuda":
+        _check_cuda(ns.np, local=ns.scheduler == "local")
+
+
+def _check_cuda(np: int, *, local: bool) -> None:
+    """Both sides on NCCL: a Horovod built with NCCL and, for a local verify, a GPU for every rank here (NCCL
+    refuses two ranks on one device). A Slurm job's GPUs are on its nodes, not here."""
+    import torch
+
+    if local and not torch.cuda.is_available():
+        raise UsageError("--device cuda: torch sees no CUDA device here (use --device cpu, or --scheduler slurm "
+                         "for GPUs on a cluster's nodes)")
+    if local and np > torch.cuda.device_count():
+        raise UsageError(f"--device cuda at --np {np}: torch sees {torch.cuda.device_count()} CUDA device(s) here, "
+                         "one a rank")
+    try:
+        import horovod.torch as hvd
+
+        nccl = bool(hvd.nccl_built())
+    except ImportError as exc:
+        raise UsageError(f"--device cuda: Horovod cannot be imported here ({exc})") from None
+    if not nccl:
+        raise UsageError("--device cuda: this Horovod was built without NCCL (build it with "
+                         "HOROVOD_GPU_OPERATIONS=NCCL: scripts/gpu-check.sh does)")
 
 
 def _output_paths(ns: argparse.Namespace) -> tuple[Path, Path]:
@@ -74,6 +116,9 @@ def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, Launch
         mode = decide(tree.launch_facts(), ns.script_args, ns.launch_mode) if ns.verify else None
     except Undecided as exc:
         raise UsageError(f"{entry}: {exc}") from None
+    if mode is not None and ns.scheduler == "slurm" and (mode.mode != "cli" or mode.original_prefix):
+        raise UsageError(f"--scheduler slurm: {entry.name} starts its own workers ({mode.why}); only a horovodrun "
+                         "script runs as Slurm jobs here")
     return tree, mode
 
 
@@ -94,21 +139,27 @@ def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: P
               "Lightning 2 no longer has, so it cannot run here; run the migrated script under torchrun",
               file=sys.stderr)
         return EXIT_RUN_FAILED
-    if migration.has_sync_batchnorm:
-        import torch
-
-        if not torch.cuda.is_available():
-            print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's "
-                  "runs on CPU), and this machine has none", file=sys.stderr)
-            return EXIT_RUN_FAILED
+    if migration.has_sync_batchnorm and ns.device != "cuda":
+        print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's runs "
+              "on CPU): give --device cuda", file=sys.stderr)
+        return EXIT_RUN_FAILED
 
     verify_out = (ns.verify_out or Path("results/migrate") / ns.script.resolve().stem).resolve()
     migrated_args = shlex.split(ns.ddp_args) if ns.ddp_args is not None else None
     return verify(original, out, ns.script_args, verify_out, np=ns.np, mode=mode, roots=roots,
-                  migrated_args=migrated_args,
+                  migrated_args=migrated_args, device=ns.device, where=_where(ns),
                   controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
                   eval_regex=ns.eval_regex, step_from=ns.step_from, speed_rounds=ns.speed_rounds,
                   warmup=ns.warmup, throughput_regex=ns.throughput_regex)
+
+
+def _where(ns: argparse.Namespace) -> Scheduler:
+    """Where the verify launches run: here, or each a Slurm job (compare run's scheduler, compare run's options)."""
+    from compare.commands.scheduler import slurm_settings
+    from compare.launch.scheduling import LocalScheduler
+    from compare.launch.slurm import SlurmScheduler
+
+    return SlurmScheduler(slurm_settings(ns), ns.timeout) if ns.scheduler == "slurm" else LocalScheduler()
 
 
 def _main_tree(ns: argparse.Namespace) -> int:

@@ -63,6 +63,9 @@ MIGRATE_EPILOG = """examples:
   python -m compare migrate path/to/repo -o repo_ddp --verify --entry train.py -- --epochs 2
   python -m compare migrate train.py                    # writes train_ddp.py and train_ddp.migration.md
   python -m compare migrate train.py --verify --speed-rounds 3 -- --epochs 2   # and a speed verdict
+  python -m compare migrate path/to/repo -o repo_ddp --verify --entry train.py --device cuda -- --epochs 2
+  python -m compare migrate path/to/repo -o repo_ddp --verify --entry train.py --scheduler slurm --partition gpu \
+      --device cuda --sbatch-arg=--gres=gpu:2 -- --epochs 2   # both sides as Slurm jobs (docs/slurm.md)
   python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py"
 
 After --: arguments for both runs of --verify ({run_dir} is replaced by each side's run directory; --ddp-args
@@ -151,6 +154,7 @@ def out_default(command: str) -> Path:
 
 
 LAUNCHING = ("run", "faults", "matrix", "bench")
+SLURM_COMMANDS = ("run", "migrate")  # migrate: its --verify launches
 JUDGING = ("run", "check", "report", "matrix")
 
 OPTIONS: tuple[Opt, ...] = (
@@ -204,21 +208,23 @@ OPTIONS: tuple[Opt, ...] = (
         commands="run", group=SPEED, action="store_true"),
     opt("--sweep-widths", help="mlp hidden widths for --sweep-model-size (256 is the default mlp)",
         commands="run", group=SPEED, type=int_list, default=SWEEP_WIDTHS, metavar="W[,W...]"),
-    # --- run: where the launches run (compare/commands/scheduler.py reads them)
+    # --- run, migrate --verify: where the launches run (compare/commands/scheduler.py reads them)
     opt("--scheduler", help="local: start the launchers here; slurm: every launch a Slurm job (sbatch), its batch "
-                            "script kept in the run directory", commands="run", group=SCHEDULER,
+                            "script kept in the run directory", commands=SLURM_COMMANDS, group=SCHEDULER,
         choices=("local", "slurm"), default="local"),
-    opt("--partition", help="slurm: the partition (default: the cluster's)", commands="run", group=SCHEDULER),
-    opt("--nodes", help="slurm: nodes per job (at most one per rank; the ranks spread evenly)", commands="run",
-        group=SCHEDULER, type=int, default=1),
-    opt("--time", help="slurm: each job's time limit (default: --timeout, rounded up to minutes)", commands="run",
-        group=SCHEDULER, type=int, metavar="MINUTES"),
+    opt("--partition", help="slurm: the partition (default: the cluster's)", commands=SLURM_COMMANDS,
+        group=SCHEDULER),
+    opt("--nodes", help="slurm: nodes per job (at most one per rank; the ranks spread evenly)",
+        commands=SLURM_COMMANDS, group=SCHEDULER, type=int, default=1),
+    opt("--time", help="slurm: each job's time limit (default: --timeout, rounded up to minutes)",
+        commands=SLURM_COMMANDS, group=SCHEDULER, type=int, metavar="MINUTES"),
     opt("--sbatch-arg", help="slurm: passed to sbatch as it is (repeat it: --sbatch-arg=--account=ml)",
-        commands="run", group=SCHEDULER, action="append", default=[], metavar="ARG"),
+        commands=SLURM_COMMANDS, group=SCHEDULER, action="append", default=[], metavar="ARG"),
     opt("--slurm-horovod", help="slurm: Horovod's ranks started by srun --mpi=pmix, or by mpirun inside the "
-                                "allocation", commands="run", group=SCHEDULER, choices=HOROVOD_FORMS, default="srun"),
+                                "allocation", commands=SLURM_COMMANDS, group=SCHEDULER, choices=HOROVOD_FORMS,
+        default="srun"),
     opt("--slurm-ddp", help="slurm: DDP through srun torchrun (one per node), or one srun task per rank",
-        commands="run", group=SCHEDULER, choices=DDP_FORMS, default="torchrun"),
+        commands=SLURM_COMMANDS, group=SCHEDULER, choices=DDP_FORMS, default="torchrun"),
     # --- the analysis
     opt("--warmup", help="steps excluded from timing", commands=JUDGING, group=ANALYSIS, type=int, default=5),
     opt("--rtol", help="the step-wise tolerance floor on the relative loss difference", commands=JUDGING,
@@ -340,8 +346,9 @@ MIGRATE_OPTIONS: tuple[Opt, ...] = (
         commands="migrate", action="store_true"),
     opt("--launch", help='a horovodrun command line to translate, e.g. "horovodrun -np 8 -H a:4,b:4 python '
                          'train.py"', commands="migrate", metavar="HOROVODRUN_LINE"),
-    opt("--verify", help="run the original under horovodrun and the result under torchrun (CPU), then `compare "
-                         "check` the two run records", commands="migrate", group=VERIFY, action="store_true"),
+    opt("--verify", help="run the original under horovodrun and the result under torchrun (here or, with "
+                         "--scheduler slurm, as Slurm jobs; on --device), then `compare check` the two run records",
+        commands="migrate", group=VERIFY, action="store_true"),
     opt("--entry", help="a repository's entry point, relative to its root (the script horovodrun ran)",
         commands="migrate", group=VERIFY, metavar="PATH_IN_REPO"),
     opt("--ddp-args", help='the migrated side\'s own arguments, in place of those after -- (e.g. "--distributed '
@@ -351,8 +358,13 @@ MIGRATE_OPTIONS: tuple[Opt, ...] = (
         commands="migrate", group=VERIFY, type=Path),
     # One world size, a shorter time limit and Gloo (MPI for Adasum): the verify launches', not compare run's.
     opt("--np", help="processes on each side", commands="migrate", group=VERIFY, type=int, default=2),
-    opt("--horovod-controller", help="horovodrun --gloo or --mpi (Adasum needs mpi)", commands="migrate",
-        group=VERIFY, choices=("gloo", "mpi"), default="gloo"),
+    opt("--horovod-controller", help="horovodrun --gloo or --mpi (Adasum needs mpi; under Slurm see "
+                                     "--slurm-horovod)", commands="migrate", group=VERIFY, choices=("gloo", "mpi"),
+        default="gloo"),
+    opt("--device", help="cpu: both sides see no GPU (CUDA_VISIBLE_DEVICES empty), Gloo; cuda: both see the GPUs "
+                         "and each script takes its own, Horovod's NCCL operations against torch's NCCL (refused "
+                         "where torch sees no CUDA device, or a local --np above the GPUs)", commands="migrate",
+        group=VERIFY, choices=("cpu", "cuda"), default="cpu"),
     opt("--timeout", help="seconds allowed for each run", commands="migrate", group=VERIFY, type=float, default=300,
         metavar="SECONDS"),
     opt("--launch-mode", help="cli: horovodrun and torchrun start the workers; api: the script starts them "

@@ -49,6 +49,26 @@ class Launch:
         return f"{variables} {shlex.join(self.command)}".strip()
 
 
+@dataclass(frozen=True)
+class Program:
+    """What every rank runs, as `python`'s arguments: a module (`-m hvd_impl`) or a user's script, then its own
+    arguments. Each launcher line puts it after `python` (horovodrun, srun, mpirun) or after torchrun's options."""
+
+    target: tuple[str, ...]  # ("-m", "hvd_impl") or ("path/to/train.py",)
+    args: tuple[str, ...] = ()
+
+    @property
+    def words(self) -> list[str]:
+        return [*self.target, *self.args]
+
+
+def implementation_program(framework: str, world_size: int, argv: list[str]) -> Program:
+    """An implementation of this project with its own arguments (the reference emulates the world size)."""
+    if framework == "reference":
+        return Program(("-m", MODULES[framework], "--emulate-world-size", str(world_size)), tuple(argv))
+    return Program(("-m", MODULES[framework]), tuple(argv))
+
+
 def launch_label(framework: str, world_size: int) -> str:
     """How progress lines and reports name a launch, local or Slurm alike: "ddp np2"."""
     return f"{framework} np{world_size}"

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compare.launch.lines import launch_label, thread_env
+from compare.launch.lines import Program, implementation_program, launch_label, thread_env
 from compare.launch.logs import failing_rank as launcher_failing_rank
 from compare.launch.logs import log_excerpt
 from compare.launch.process import Outcome, only_teardown_failed
@@ -51,6 +51,13 @@ class SlurmSettings:
     ddp_form: str = "torchrun"  # "torchrun": srun torchrun, one per node; "srun": one task per rank
 
 
+def launched_by(settings: SlurmSettings) -> dict[str, str]:
+    """What starts each side's ranks in its job, for the screen."""
+    horovod = "srun --mpi=pmix" if settings.horovod_form == "srun" else "mpirun"
+    ddp = "srun torchrun" if settings.ddp_form == "torchrun" else "srun (a task per rank)"
+    return {"horovod": f"{horovod} (a Slurm job)", "ddp": f"{ddp} (a Slurm job)"}
+
+
 class SlurmScheduler:
     """Every launch a Slurm job (compare.launch.scheduling's interface). A Slurm job needs no network
     namespace of its own (Slurm places the ranks): the local-only arguments are ignored."""
@@ -64,6 +71,14 @@ class SlurmScheduler:
              extra_env: dict[str, str] | None = None, **_local_only) -> SlurmLaunch:
         return build_slurm_job(framework, world_size, options, run_root, self.settings, extra_env=extra_env,
                                timeout_s=self.timeout_s)
+
+    def make_program(self, framework: str, world_size: int, program: Program, run_root: Path, *,
+                     extra_env: dict[str, str] | None = None,
+                     finished_per_log: Callable[[str], bool] | None = None, **_local_only) -> SlurmLaunch:
+        """A user's script as a Slurm job (`compare migrate --verify --scheduler slurm`), one torch thread a rank."""
+        return slurm_job(framework, world_size, program, run_root, self.settings, threads=1, extra_env=extra_env,
+                         timeout_s=self.timeout_s, finished_per_log=finished_per_log,
+                         written_by="compare migrate --verify --scheduler slurm")
 
     def run(self, launch: SlurmLaunch, timeout_s: float, on_poll: Callable[[], None] | None = None) -> SlurmOutcome:
         return run_slurm_job(launch, timeout_s, on_poll=on_poll)
@@ -89,7 +104,9 @@ class SlurmLaunch:
     settings: SlurmSettings
     nodes: int
     command: list[str] = field(default_factory=list)  # the sbatch command line
-    finished_per_log: None = None  # a job's ranks write run records: those say whether the work finished
+    # The ranks of `compare run`'s jobs write run records, which say whether the work finished; a user's script
+    # under `compare migrate --verify` writes none, and its log says it instead (lines.Launch's).
+    finished_per_log: Callable[[str], bool] | None = None
 
     @property
     def label(self) -> str:
@@ -114,15 +131,28 @@ def nodes_for(world_size: int, settings: SlurmSettings) -> int:
 def build_slurm_job(framework: str, world_size: int, options: Options, run_root: Path,
                     settings: SlurmSettings, *, extra_env: dict[str, str] | None = None, timeout_s: float = 600,
                     root: Path | None = None) -> SlurmLaunch:
+    """One of `compare run`'s launches: an implementation, every seed of `options`, as a Slurm job."""
+    program = implementation_program(framework, world_size, to_argv(options, out=run_root.resolve(),
+                                                                    seeds=options.seeds))
+    return slurm_job(framework, world_size, program, run_root, settings, threads=options.threads,
+                     seeds=options.seeds, extra_env=extra_env, timeout_s=timeout_s, root=root)
+
+
+def slurm_job(framework: str, world_size: int, program: Program, run_root: Path, settings: SlurmSettings, *,
+              threads: int, seeds: tuple[int, ...] = (0,), extra_env: dict[str, str] | None = None,
+              timeout_s: float = 600, root: Path | None = None,
+              finished_per_log: Callable[[str], bool] | None = None,
+              written_by: str = "compare run --scheduler slurm") -> SlurmLaunch:
+    """`program` launched as `framework`'s users launch it under Slurm; its batch script and log in run_root."""
     run_root = run_root.resolve()
     nodes = nodes_for(world_size, settings)
-    env = {**thread_env(options.threads), **(extra_env or {})}  # srun sets no thread count, torchrun 1
+    env = {**thread_env(threads), **(extra_env or {})}  # srun sets no thread count, torchrun 1
     time_min = settings.time_min or max(1, math.ceil(timeout_s / 60))
-    script = batch_script(framework, world_size, nodes, options, run_root, settings, env, time_min,
-                          root=root or Path.cwd())
+    script = batch_script(framework, world_size, nodes, threads, program, run_root, settings, env, time_min,
+                          root=root or Path.cwd(), written_by=written_by)
     command = ["sbatch", "--parsable", *settings.sbatch_args, str(run_root / SCRIPT_NAME)]
-    return SlurmLaunch(framework, world_size, options.seeds, script, env, run_root, run_root / LAUNCH_LOG,
-                       settings, nodes, command)
+    return SlurmLaunch(framework, world_size, seeds, script, env, run_root, run_root / LAUNCH_LOG,
+                       settings, nodes, command, finished_per_log)
 
 
 def _wrapped(words: list[str], indent: str = "    ", width: int = 100) -> list[str]:
@@ -142,6 +172,12 @@ def _wrapped(words: list[str], indent: str = "    ", width: int = 100) -> list[s
             current = f"{current} {unit}".strip()
     lines.append(f"{indent}{current}")
     return lines
+
+
+def _runs(first: str, program: Program) -> list[str]:
+    """`first` (the launcher's words) and the program, its arguments wrapped below it."""
+    head = f"{first}{shlex.join(program.target)}"
+    return [f"{head} \\", *_wrapped(list(program.args))] if program.args else [head]
 
 
 def _first_node_lines() -> list[str]:
@@ -165,18 +201,17 @@ class SideInJob:
     nodes: int
 
 
-def _horovod_in_job(form: str, per_node: int, threads: int, nodes: int, argv: list[str]) -> SideInJob:
+def _horovod_in_job(form: str, per_node: int, threads: int, nodes: int, program: Program) -> SideInJob:
     if form == "srun":
         return SideInJob("Horovod, every rank a Slurm task: srun --mpi=pmix (Open MPI takes its ranks from PMIx)",
-                         per_node, threads, ["srun --mpi=pmix --kill-on-bad-exit=1 python -m hvd_impl \\", *argv],
-                         nodes)
+                         per_node, threads, _runs("srun --mpi=pmix --kill-on-bad-exit=1 python ", program), nodes)
     root_flag = " --allow-run-as-root" if os.geteuid() == 0 else ""
     return SideInJob("Horovod under mpirun inside the allocation (Open MPI starts one orted per node through srun)",
                      per_node, threads,
-                     [f'mpirun{root_flag} --bind-to none -np "$SLURM_NTASKS" python -m hvd_impl \\', *argv], nodes)
+                     _runs(f'mpirun{root_flag} --bind-to none -np "$SLURM_NTASKS" python ', program), nodes)
 
 
-def _ddp_in_job(form: str, per_node: int, threads: int, nodes: int, argv: list[str]) -> SideInJob:
+def _ddp_in_job(form: str, per_node: int, threads: int, nodes: int, program: Program) -> SideInJob:
     if form == "torchrun":
         body = [*_first_node_lines(),
                 "# is_host: the first node hosts the rendezvous store (torchrun would look for the address",
@@ -185,7 +220,7 @@ def _ddp_in_job(form: str, per_node: int, threads: int, nodes: int, argv: list[s
                 "\"$@\"' torchrun \\",
                 f'    --nnodes "$SLURM_JOB_NUM_NODES" --nproc-per-node {per_node} --rdzv-backend c10d \\',
                 '    --rdzv-endpoint "$head_addr:$rdzv_port" --rdzv-id "$SLURM_JOB_ID" \\',
-                "    -m native_impl \\", *argv]
+                *_runs("    ", program)]
         return SideInJob("DDP: srun starts one torchrun per node; c10d rendezvous on the first node",
                          1, per_node * threads, body, nodes)
     body = [*_first_node_lines(),
@@ -193,34 +228,34 @@ def _ddp_in_job(form: str, per_node: int, threads: int, nodes: int, argv: list[s
             "srun --kill-on-bad-exit=1 bash -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS "
             "LOCAL_RANK=$SLURM_LOCALID \\",
             "    LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE exec \"$@\"' task \\",
-            "    python -m native_impl \\", *argv]
+            *_runs("    python ", program)]
     return SideInJob("DDP, every rank a Slurm task: torch's variables from Slurm's", per_node, threads, body, nodes)
 
 
-def side_in_job(framework: str, world_size: int, nodes: int, threads: int, argv: list[str],
+def side_in_job(framework: str, world_size: int, nodes: int, threads: int, program: Program,
                 settings: SlurmSettings) -> SideInJob:
     per_node = world_size // nodes
     if framework == "horovod":
-        return _horovod_in_job(settings.horovod_form, per_node, threads, nodes, argv)
+        return _horovod_in_job(settings.horovod_form, per_node, threads, nodes, program)
     if framework == "ddp":
-        return _ddp_in_job(settings.ddp_form, per_node, threads, nodes, argv)
+        return _ddp_in_job(settings.ddp_form, per_node, threads, nodes, program)
     if framework == "reference":  # one process, on one node
         return SideInJob("the single-process reference on the same global batches", 1, threads,
-                         [f"srun python -m workload.reference --emulate-world-size {world_size} \\", *argv], 1)
+                         _runs("srun python ", program), 1)
     raise ValueError(f"unknown framework {framework!r}")
 
 
-def batch_script(framework: str, world_size: int, nodes: int, options: Options, run_root: Path,
-                 settings: SlurmSettings, env: dict[str, str], time_min: int, *, root: Path) -> str:
+def batch_script(framework: str, world_size: int, nodes: int, threads: int, program: Program, run_root: Path,
+                 settings: SlurmSettings, env: dict[str, str], time_min: int, *, root: Path,
+                 written_by: str = "compare run --scheduler slurm") -> str:
     """The text of the batch script for one launch."""
-    argv = _wrapped(to_argv(options, out=run_root, seeds=options.seeds))
-    side = side_in_job(framework, world_size, nodes, options.threads, argv, settings)
+    side = side_in_job(framework, world_size, nodes, threads, program, settings)
     bin_dir = str(Path(sys.executable).parent)
     header = [
         "#!/bin/bash",
         f"# hvd-compare: {framework} at np {world_size} on {side.nodes} node{'s' if side.nodes > 1 else ''}.",
         f"# {side.how}.",
-        "# Written by `python -m compare run --scheduler slurm`; to submit it again by hand:",
+        f"# Written by `python -m {written_by}`; to submit it again by hand:",
         f"#   sbatch {run_root / SCRIPT_NAME}",
         f"#SBATCH --job-name=hvdc-{framework}-np{world_size}",
         f"#SBATCH --nodes={side.nodes}",

@@ -25,13 +25,15 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from compare.importers import Series, build_record, source_digest
-from compare.launch.lines import Launch, horovodrun, launch_env, torchrun
+from compare.launch.lines import Launch, Program, launch_env
 from compare.launch.logs import TEARDOWN_NOTE
-from compare.launch.process import run_launch
+from compare.launch.scheduling import LocalScheduler, Scheduler
+from compare.launch.slurm import SlurmOutcome, SlurmScheduler, launched_by
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, compile_patterns, read_loss_log, split_pieces
 from compare.migrate.launch_mode import LaunchMode
 from compare.migrate.step_times import (
@@ -91,50 +93,76 @@ def every_rank_finished(output: str) -> bool:
     return len(sizes) == 1 and {rank for rank, _ in said} == set(range(sizes.pop()))
 
 
-def launch_commands(original: Path, migrated: Path, script_args: list[str], *, np: int, mode: str,
-                    controller: str, original_prefix: tuple[str, ...] = (),
-                    migrated_args: list[str] | None = None) -> dict[str, list[str]]:
-    """Each side as its users launch it (the same launcher lines as `compare run`, compare/launch/lines.py).
-    `original_prefix`: put before the original script (a front-end's stand-in, compare/migrate/spark_launch.py);
-    `migrated_args`: the migrated side's own arguments (`--horovod` became `--distributed`), else script_args."""
-    horovod = [*original_prefix, str(original), *script_args]
-    ddp = [str(migrated), *(script_args if migrated_args is None else migrated_args)]
-    if mode == "api":  # the scripts start their own workers
-        return {"horovod": [sys.executable, *horovod], "ddp": [sys.executable, *ddp]}
-    return {"horovod": horovodrun(np, controller, [sys.executable, *horovod]), "ddp": torchrun(np, ddp)}
+def side_programs(original: Path, migrated: Path, script_args: list[str], *, original_prefix: tuple[str, ...] = (),
+                  migrated_args: list[str] | None = None) -> dict[str, Program]:
+    """What each side's ranks run, as `python`'s arguments. `original_prefix`: put before the original script (a
+    front-end's stand-in, compare/migrate/spark_launch.py); `migrated_args`: the migrated side's own arguments
+    (`--horovod` became `--distributed`), else script_args."""
+    return {"horovod": Program((*original_prefix, str(original)), tuple(script_args)),
+            "ddp": Program((str(migrated),), tuple(script_args if migrated_args is None else migrated_args))}
+
+
+def side_env(run_dir: Path, script_dir: Path, device: str) -> dict[str, str]:
+    """What every process of one side's launch is given, wherever it runs: RUN_DIR, the rank tag and the
+    script's own directory on PYTHONPATH, where the step times go; on --device cpu, no GPU to see."""
+    # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
+    python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
+                                                os.environ.get("PYTHONPATH")]))
+    env = {"RUN_DIR": str(run_dir), "PYTHONPATH": python_path,
+           STEP_TIMES_VARIABLE: str(run_dir / STEP_TIMES_DIR), LINES_VARIABLE: str(run_dir / WORKER_LINES),
+           # A job that Spark starts: its Python workers run this interpreter too (not `python3` from PATH)
+           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    if device == "cpu":  # a script that takes a GPU when it sees one (most do) runs on the CPU, as asked
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def side_launch(name: str, program: Program, run_dir: Path, script_dir: Path, where: Scheduler, *, np: int,
+                mode: str, controller: str, device: str) -> Launch:
+    """One side as its users launch it, through `where` (here: the same launcher lines as `compare run`,
+    compare/launch/lines.py; Slurm: compare/launch/slurm.py's batch scripts). A script writes no run record:
+    its ranks' own word that they finished (the rank tag's last line) stands in."""
+    program = Program(*(tuple(word.replace("{run_dir}", str(run_dir)) for word in part)
+                        for part in (program.target, program.args)))
+    return where.make_program(name, np, program, run_dir, launcher="python" if mode == "api" else "cli",
+                              horovod_controller=controller, extra_env=side_env(run_dir, script_dir, device),
+                              finished_per_log=every_rank_finished)
 
 
 def run_side(name: str, command: list[str], run_dir: Path, timeout: float, script_dir: Path, *, np: int = 0,
              label: str | None = None) -> tuple[int, str]:
-    """Run one launch with RUN_DIR set and the rank tag loaded, supervised as every launch is (its whole tree
-    stopped on a timeout); its output goes to run_dir/launch.log, each worker's step times to
-    run_dir/step-times/. Returns (exit status, output): 0 for every launch that counts as ok, which includes
-    one that failed only in a worker's interpreter teardown (docs/fault-tolerance.md, "Gloo's abort at
-    exit"). `np`: the ranks it starts, for the contention record's oversubscription test."""
+    """run_launched for a command line of this machine's (a test's planted launch), on the CPU."""
+    command = [word.replace("{run_dir}", str(run_dir)) for word in command]
+    env = {**launch_env(name, threads=1), **side_env(run_dir, script_dir, "cpu")}
+    launch = Launch(name, np, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
+    return run_launched(launch, LocalScheduler(), timeout, label=label)
+
+
+def run_launched(launch: Launch, where: Scheduler, timeout: float, *, label: str | None = None) -> tuple[int, str]:
+    """Run one side's launch with the rank tag loaded, supervised as every launch is (its whole tree stopped, or
+    its Slurm job cancelled, on a timeout); its output goes to launch.log in its run directory, each worker's
+    step times to step-times/ beside it. Returns (exit status, output): 0 for every launch that counts as ok,
+    which includes one that failed only in a worker's interpreter teardown (docs/fault-tolerance.md, "Gloo's
+    abort at exit")."""
+    name, run_dir = launch.framework, launch.run_root
     run_dir.mkdir(parents=True, exist_ok=True)
     clear_step_times(run_dir / STEP_TIMES_DIR)
     for stale in (run_dir / WORKER_LINES).glob("lines-*.txt"):
         stale.unlink()
-    command = [word.replace("{run_dir}", str(run_dir)) for word in command]
-    # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
-    python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
-                                                os.environ.get("PYTHONPATH")]))
-    env = {**launch_env(name, threads=1), "RUN_DIR": str(run_dir), "PYTHONPATH": python_path,
-           STEP_TIMES_VARIABLE: str(run_dir / STEP_TIMES_DIR), LINES_VARIABLE: str(run_dir / WORKER_LINES),
-           # A job that Spark starts: its Python workers run this interpreter too (not `python3` from PATH)
-           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
-    # A script writes no run record: its ranks' own word that they finished (the rank tag's last line) stands in.
-    launch = Launch(name, np, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
-    outcome = run_launch(launch, timeout)
+    outcome = where.run(launch, timeout)
     code = 124 if outcome.timed_out else int(outcome.returncode or 0)
-    output = outcome.launch.log_path.read_text(errors="replace").split("\n", 1)[-1]
+    log = launch.log_path.read_text(errors="replace") if launch.log_path.exists() else ""
+    output = log.split("\n", 1)[-1]  # the command line a local launch's log starts with, or the job's first line
     copied = worker_lines(run_dir / WORKER_LINES)  # the same lines again where they did reach the driver
     if copied:
         output = output.rstrip("\n") + "\n" + copied
-    print(f"  {label or name}: exit {code} in {outcome.duration_s:.1f} s ({_shown(run_dir / 'launch.log')})",
+    job = f", {outcome.job}" if isinstance(outcome, SlurmOutcome) and outcome.job else ""
+    print(f"  {label or name}: exit {code} in {outcome.duration_s:.1f} s{job} ({_shown(launch.log_path)})",
           flush=True)
     if outcome.teardown_abort:
         print(f"  {name}: {TEARDOWN_NOTE}", flush=True)
+    if not log:  # a Slurm job that never started: what its outcome says is all there is
+        output = outcome.log_tail
     return (0 if outcome.ok else code), output
 
 
@@ -273,17 +301,17 @@ def read_side(name: str, output: str, run_dir: Path, original: Path, *, loss_reg
     return Side(timing, log.world_size)
 
 
-def speed_launches(commands: dict[str, list[str]], out: Path, rounds: int, *, np: int, timeout: float,
-                   script_dirs: dict[str, Path], throughput_regex: re.Pattern) -> tuple[list[Launched], int]:
+def speed_launches(make: Callable[[str, Path], Launch], where: Scheduler, out: Path, rounds: int, *,
+                   timeout: float, throughput_regex: re.Pattern) -> tuple[list[Launched], int]:
     """Rounds 2 .. rounds + 1: each side launched once a round, the order alternating (round 1, the verify
-    launches, ran Horovod first). Returns the launches and the exit status of the first that failed (0)."""
+    launches, ran Horovod first). `make`: a side's launch into a run directory. Returns the launches and the
+    exit status of the first that failed (0)."""
     found: list[Launched] = []
     for number in range(2, rounds + 2):
         order = ["ddp", "horovod"] if number % 2 == 0 else ["horovod", "ddp"]
         for name in order:
             run_dir = out / "speed" / f"round-{number}" / name
-            code, output = run_side(name, commands[name], run_dir, timeout, script_dirs[name], np=np,
-                                    label=f"round {number}, {name}")
+            code, output = run_launched(make(name, run_dir), where, timeout, label=f"round {number}, {name}")
             if code != 0:
                 tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
                 print(f"verify: round {number}'s {name} launch failed (exit {code}):\n{tail}", file=sys.stderr)
@@ -296,24 +324,37 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
            controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
            step_from: str = "log", speed_rounds: int = 0, warmup: int = 5,
            throughput_regex: str | None = None, roots: dict[str, Path] | None = None,
-           migrated_args: list[str] | None = None) -> int:
+           migrated_args: list[str] | None = None, device: str = "cpu", where: Scheduler | None = None) -> int:
     """`roots`: each side's repository root, put on its PYTHONPATH (a repository's modules import each other from
-    there); by default the original script's directory, for both."""
-    commands = launch_commands(original, migrated, script_args, np=np, mode=mode.mode, controller=controller,
-                               original_prefix=mode.original_prefix, migrated_args=migrated_args)
-    dirs = {name: out / name for name in commands}
-    script_dirs = {name: (roots or {}).get(name, original.parent) for name in commands}
+    there); by default the original script's directory, for both. `device`: cpu hides the GPUs from both sides,
+    cuda shows them (each script takes its own, as its users run it); `where`: here (the default) or a
+    SlurmScheduler, every launch a Slurm job."""
+    where = where or LocalScheduler()
+    programs = side_programs(original, migrated, script_args, original_prefix=mode.original_prefix,
+                             migrated_args=migrated_args)
+    dirs = {name: out / name for name in programs}
+    script_dirs = {name: (roots or {}).get(name, original.parent) for name in programs}
+
+    def make(name: str, run_dir: Path) -> Launch:
+        return side_launch(name, programs[name], run_dir, script_dirs[name], where, np=np, mode=mode.mode,
+                           controller=controller, device=device)
+
     launched = mode.sides or (("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api"
                               else ("horovodrun", "torchrun"))
+    if isinstance(where, SlurmScheduler):
+        launched = tuple(launched_by(where.settings).values())
     print(f"verify: {original.name} under {launched[0]} and {migrated.name} under {launched[1]}, np {np}",
           flush=True)
     print(f"  launch: {mode.why}", flush=True)
+    if device == "cuda":
+        print("  device: cuda, the GPUs visible to both sides (each script takes its own: Horovod's NCCL "
+              "operations, torch's NCCL process group)", flush=True)
     rates = re.compile(throughput_regex) if throughput_regex else THROUGHPUT
     sides: dict[str, Side] = {}
-    for name, command in commands.items():
+    for name in programs:
         for stale in (RUN_JSON, METRICS, METRICS_PART):
             (dirs[name] / stale).unlink(missing_ok=True)
-        code, output = run_side(name, command, dirs[name], timeout, script_dirs[name], np=np)
+        code, output = run_launched(make(name, dirs[name]), where, timeout)
         if code != 0:
             tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
@@ -345,8 +386,7 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
     if speed_rounds:
         print(f"speed rounds: each side launched {speed_rounds} more time{'s' * (speed_rounds != 1)}, the order "
               "alternating", flush=True)
-        more, failed = speed_launches(commands, out, speed_rounds, np=np, timeout=timeout,
-                                      script_dirs=script_dirs, throughput_regex=rates)
+        more, failed = speed_launches(make, where, out, speed_rounds, timeout=timeout, throughput_regex=rates)
         if failed:
             return failed
         launches += more

@@ -38,7 +38,15 @@ LAUNCHER_VARIABLES = (("RANK", "WORLD_SIZE"), ("HOROVOD_RANK", "HOROVOD_SIZE"),
                       ("SLURM_PROCID", "SLURM_NTASKS"))
 
 
+# A launcher is not a rank: under Slurm, `srun torchrun` gives torchrun itself SLURM_PROCID (its node) and
+# SLURM_NTASKS (the nodes), which would tag its lines, and its last, as a rank's of a job of another size.
+LAUNCHERS = ("torchrun", "horovodrun")
+_launcher = os.path.basename(sys.argv[0]) in LAUNCHERS if getattr(sys, "argv", None) else False
+
+
 def rank_and_size() -> tuple[str, str]:
+    if _launcher:
+        return "?", "?"
     found = _asked()
     if found[0] != "?":
         _last_known[:] = found
