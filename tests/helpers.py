@@ -83,6 +83,6 @@ def launch_mode_of(source: str, script_args: list[str], requested: str = "auto")
     import libcst as cst
 
     from compare.migrate.launch_facts import launch_facts_of
-    from compare.migrate.launch_mode import decide
+    from compare.verify.launch_mode import decide
 
     return decide(launch_facts_of(cst.parse_module(source)), script_args, requested)

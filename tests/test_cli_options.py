@@ -120,7 +120,7 @@ def test_pinned_defaults_match_their_homes():
     assert (options.HOROVOD_FORMS, options.DDP_FORMS) == (HOROVOD_FORMS, DDP_FORMS)
     assert (options.IMPORT_FORMATS, options.STEP_FROM, options.ON_RESTART) == (FORMATS, STEP_FROM, ON_RESTART)
     from compare.analysis.speed import MIN_ROUNDS
-    from compare.migrate.launch_mode import MODES
+    from compare.verify.launch_mode import MODES
 
     assert (options.MIGRATE_LAUNCH_MODES, options.SPEED_MIN_ROUNDS) == (MODES, MIN_ROUNDS)
     assert options.out_default("faults") == faults.DEFAULT_FAULTS_OUT

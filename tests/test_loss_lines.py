@@ -1,4 +1,4 @@
-"""compare/loss_lines/ and compare/migrate/launch_mode.py on text: every launcher's rank prefix, glued
+"""compare/loss_lines/ and compare/verify/launch_mode.py on text: every launcher's rank prefix, glued
 lines, epoch-relative counters, the refusal of a log whose ranks cannot be told apart, and how a Horovod
 script is launched. Through the real launchers: tests/test_horovod_styles.py."""
 
@@ -11,7 +11,7 @@ from helpers import launch_mode_of, read_steps
 
 from compare.__main__ import main as compare_main
 from compare.loss_lines import LossLogError, read_loss_log, split_pieces
-from compare.migrate.launch_mode import Undecided
+from compare.verify.launch_mode import Undecided
 
 
 def mnist_lines(rank: int, epochs: int = 2, per_epoch: int = 10, prefix: str = "") -> list[str]:

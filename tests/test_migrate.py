@@ -20,8 +20,8 @@ from compare.launch.lines import torchrun
 from compare.migrate import migrate_source
 from compare.migrate.launch_line import torchrun_lines
 from compare.migrate.migration_report import map_lines, place_changes
-from compare.migrate.verify import FINISHED, RANK_TAG, every_rank_finished, record_from_output, run_side
 from compare.names import EXIT_OK, EXIT_PARITY_FAILS
+from compare.verify.verify import FINISHED, RANK_TAG, every_rank_finished, record_from_output, run_side
 
 TORCHRUN_WORKER_FAILED = 1  # torchrun's exit status when a worker fails (ChildFailedError)
 

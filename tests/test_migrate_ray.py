@@ -217,7 +217,7 @@ def test_a_ray_script_runs_as_plain_python_on_both_sides():
 
 
 def test_verify_without_ray_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    import compare.migrate.launch_mode as launch_mode
+    import compare.verify.launch_mode as launch_mode
 
     found = launch_mode.importlib.util.find_spec
     monkeypatch.setattr(launch_mode.importlib.util, "find_spec", lambda name: None if name == "ray" else found(name))
@@ -251,7 +251,7 @@ def test_a_ray_worker_writes_its_step_times_as_it_goes(tmp_path, monkeypatch):
 
     import torch
 
-    from compare.migrate.verify import rank_tag_module
+    from compare.verify.verify import rank_tag_module
 
     tag = rank_tag_module()
     timer = tag.StepTimer()
@@ -311,8 +311,8 @@ def test_the_ray_example_trains_the_same_under_torch_trainer(ray_verified):
 @pytest.mark.slow
 def test_a_planted_bug_in_the_ray_migration_fails_the_check(ray_verified):
     """The migrated Ray script with its learning rate no longer scaled by the world size: parity must fail."""
-    from compare.migrate.step_times import THROUGHPUT
-    from compare.migrate.verify import read_side, run_side
+    from compare.verify.step_times import THROUGHPUT
+    from compare.verify.verify import read_side, run_side
 
     out, result = ray_verified
     assert result.returncode == EXIT_OK, result.stdout + result.stderr

@@ -5,6 +5,7 @@ every byte the migration does not change (encodings, line endings, permissions);
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -257,7 +258,7 @@ def test_the_launch_is_decided_from_what_the_migration_read(tmp_path):
     """--verify's launch decision reads the facts the rewrite collected from the tree it parsed (the entry's
     Migration), not the script again; an entry with no Horovod of its own is read once, for them."""
     from compare.migrate.launch_facts import RunSite
-    from compare.migrate.launch_mode import decide
+    from compare.verify.launch_mode import decide
 
     (tmp_path / "train.py").write_text(
         "import argparse\nimport horovod\nimport horovod.torch as hvd\n\n\ndef main(args):\n    hvd.init()\n\n\n"
@@ -274,3 +275,17 @@ def test_the_launch_is_decided_from_what_the_migration_read(tmp_path):
     assert decide(facts, ["--num-proc", "2"]).mode == "api" and decide(facts, []).mode == "cli"
     plain = migrate_tree(Repository.read(tmp_path), entry="run.py").launch_facts()
     assert plain.horovod_runs == () and decide(plain, []).mode == "cli"
+
+
+def test_the_map_of_the_migration_names_every_module_and_only_those():
+    """compare/migrate/__init__.py's map is the one list of the migration's and verification's modules: each
+    file is in it, and nothing it names is gone (the map was once written in four docstrings, and drifted)."""
+    import compare.migrate
+
+    mapped = set(re.findall(r"^    (\S+(?:\.py|/))\s", compare.migrate.__doc__ or "", re.MULTILINE))
+    package = ROOT / "compare"
+    present = {p.name for folder in ("migrate", "verify") for p in (package / folder).glob("*.py")
+               if p.name != "__init__.py"}
+    present |= {f"{p.name}/" for folder in ("migrate", "verify") for p in (package / folder).iterdir()
+                if p.is_dir() and p.name != "__pycache__"}
+    assert mapped == present, (sorted(mapped - present), sorted(present - mapped))

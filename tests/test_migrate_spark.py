@@ -15,10 +15,10 @@ from helpers import ROOT, launch_mode_of, run
 
 from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source, notes
-from compare.migrate import spark_launch as spark_launch_module
-from compare.migrate.launch_mode import Undecided
 from compare.migrate.migration_report import render
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
+from compare.verify import spark_launch as spark_launch_module
+from compare.verify.launch_mode import Undecided
 
 PLATFORM = ROOT / "examples" / "platform_scripts"
 SPARK_RUN_EXAMPLE = PLATFORM / "spark_horovod_run.py"
@@ -299,7 +299,7 @@ def spark_runs(tmp_path_factory, horovod_built):
     verified, the HorovodRunner example verified, and the first's migration with a planted bug (the learning rate no
     longer scaled by the world size) run through TorchDistributor as --verify runs a side."""
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-    from compare.migrate.verify import run_side
+    from compare.verify.verify import run_side
 
     out = tmp_path_factory.mktemp("spark")
     migrated = migrate_source(SPARK_RUN_EXAMPLE.read_text()).code
@@ -340,7 +340,7 @@ def test_spark_example_holds_through_a_real_spark(spark_runs):
 
 @pytest.mark.slow
 def test_learning_rate_left_unscaled_fails_through_a_real_spark(spark_runs):
-    from compare.migrate.verify import record_from_output
+    from compare.verify.verify import record_from_output
 
     out, results = spark_runs
     assert results["spark_run"][0] == EXIT_OK, results["spark_run"][1]

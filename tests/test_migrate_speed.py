@@ -16,16 +16,16 @@ import torch.optim.optimizer as optimizer_module
 from helpers import ROOT, ok, run
 
 from compare.__main__ import main as compare_main
-from compare.migrate.step_times import (
+from compare.names import EXIT_OK, EXIT_USAGE
+from compare.verify.speed import Launched, Timing, source_of, speed_report
+from compare.verify.step_times import (
     THROUGHPUT_SOURCE,
     compile_throughput,
     read_step_times,
     read_throughput,
     summary,
 )
-from compare.migrate.verify import rank_tag_module
-from compare.migrate.verify_speed import Launched, Timing, source_of, speed_report
-from compare.names import EXIT_OK, EXIT_USAGE
+from compare.verify.verify import rank_tag_module
 from workload.record_format import CONTENTION_RECORD
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
@@ -106,7 +106,7 @@ def test_a_step_that_raised_is_dropped_and_later_steps_count(timer):
 
 HOROVOD_STEPS = """\
 import torch, torch.optim.optimizer as optimizer_module, horovod.torch as hvd
-from compare.migrate.verify import rank_tag_module
+from compare.verify.verify import rank_tag_module
 timer = rank_tag_module().StepTimer()
 timer.install(optimizer_module)
 hvd.init()
@@ -211,7 +211,7 @@ def _launch(tmp_path: Path, number: int, framework: str, step_s: float, *, start
         "started_unix": started, "wall_s": 10.0, "ranks": ranks, "threads_per_rank": 1, "available_cores": cores,
         "own_cpu_s": 10.0, "others_cores": others, "steal_fraction": 0.0, "load_before": [0, 0, 0],
         "load_after": [0, 0, 0], "own_cpu_per_rank": 0.5, "top_others": []}))
-    from compare.migrate.step_times import StepTimes, Throughput
+    from compare.verify.step_times import StepTimes, Throughput
 
     times = StepTimes([step_s * 3] * 2 + [step_s] * 20, 2, 23) if hooked else None
     rates = Throughput(printed, "img/sec", len(printed)) if printed else None
@@ -346,8 +346,8 @@ def test_the_tag_times_steps_once_the_job_imports_torch(tmp_path):
 
 def test_a_side_that_prints_no_loss_gets_a_timing_record(tmp_path, capsys):
     from compare.analysis.records import load_run
-    from compare.migrate.step_times import THROUGHPUT
-    from compare.migrate.verify import read_side
+    from compare.verify.step_times import THROUGHPUT
+    from compare.verify.verify import read_side
 
     run_dir = tmp_path / "horovod"
     _ranks(run_dir / "step-times", {0: [0.0, 0.05, 0.10, 0.16], 1: [0.0, 0.06, 0.10, 0.15]})

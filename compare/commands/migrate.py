@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compare.loss_lines import LossLogError, compile_patterns
-from compare.migrate.launch_mode import LaunchMode, Undecided, decide
 from compare.migrate.migration import Flag, Migration
-from compare.migrate.step_times import ThroughputRegexError, compile_throughput
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
+from compare.verify.launch_mode import LaunchMode, Undecided, decide
+from compare.verify.step_times import ThroughputRegexError, compile_throughput
 from workload.errors import UsageError
 from workload.files import write_atomic
 
@@ -132,7 +132,7 @@ def _print_flags(flags: list[tuple[str | None, Flag]]) -> None:
 
 def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: Path, mode: LaunchMode,
             roots: dict[str, Path] | None = None) -> int:
-    from compare.migrate.verify import verify
+    from compare.verify.verify import verify
 
     if migration.lightning:
         print("migrate: not verified: the original's Trainer runs on Horovod's Lightning accelerator, which "

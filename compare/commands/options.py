@@ -41,7 +41,7 @@ MARGINS_SHOWN = "final_loss=2%, eval_loss=2%, eval_accuracy=0.01"
 TARGETS_SHOWN = "digits eval_accuracy=0.9, mlp eval_accuracy=0.6"
 HOROVOD_FORMS, DDP_FORMS = ("srun", "mpirun"), ("torchrun", "srun")
 # compare/importers.py's FORMATS and compare/loss_lines.py's STEP_FROM (both import what --help must not).
-MIGRATE_LAUNCH_MODES = ("auto", "cli", "api")  # compare/migrate/launch_mode.py's MODES
+MIGRATE_LAUNCH_MODES = ("auto", "cli", "api")  # compare/verify/launch_mode.py's MODES
 SPEED_MIN_ROUNDS = 3  # compare/analysis/speed.py's MIN_ROUNDS: rounds a speed verdict needs
 IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text", "mlflow"), ("log", "order")
 ON_RESTART = ("keep-last", "keep-first")  # compare/loss_lines/recording.py's

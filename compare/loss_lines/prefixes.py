@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from compare.loss_lines.tokens import LossLogError
 
-VERIFY_TAG = r"\[verify rank=(?P<tag>\d+) size=(?P<size>\d+)\]:"  # compare/migrate/rank_tag writes it
+VERIFY_TAG = r"\[verify rank=(?P<tag>\d+) size=(?P<size>\d+)\]:"  # compare/verify/rank_tag writes it
 BRACKETED = re.compile(r"\[(?:\d+,)?(?P<hvd>\d+)\]<std(?:out|err)>:|\[(?:rank|default)(?P<torch>\d+)\]:|"
                        + VERIFY_TAG)
 SRUN_LABEL = re.compile(r"^\s*(?P<rank>\d+): ")

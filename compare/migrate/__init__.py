@@ -1,11 +1,51 @@
-"""Migration assistant: Horovod PyTorch script -> torch.distributed + DDP for torchrun (`python -m compare migrate`).
+"""Migration assistant: Horovod PyTorch code -> torch.distributed + DDP for torchrun (`python -m compare migrate`).
 
-rewrite.py    the source-to-source rewrite (LibCST): migrate_source; its two passes, a visitor each made of one
-              class per concern, are horovod_uses.py and uses_*.py, horovod_to_ddp.py and to_ddp_*.py
-notes.py      the semantic note of each rewrite
-migration_report.py   the Markdown report beside the output
-launch_line.py        horovodrun command line -> torchrun lines per node
-verify.py     run both under their launchers and compare the records
+The one map of the migration and its verification (tests/test_migrate_repository.py holds it to the files):
+
+The driver, over a repository (a script is a repository of one file)
+    migrate_tree.py          migrate_tree: which files reach Horovod, the passes below per file, the helpers module
+    repository.py            the tree read once: bytes, encodings, line endings, module names, imports, names
+    switches.py              a repository with a DDP path of its own: the Horovod path behind switches removed
+    normalize.py             Horovod loaded by name, re-exported or returned by an accessor: written as its import
+    tree_output.py           -o (staged, renamed when complete), --in-place (clean git tree only)
+    tree_report.py           MIGRATION.md for the repository
+The rewrite of one file (rewrite.py migrate_source: pass 1 a visitor, pass 2 a transformer, a class per concern)
+    rewrite.py               the two passes, then the check of the output
+    horovod_uses.py          pass 1: the imports, every hvd. name and call, the flags of what needs a person
+    uses_accumulation.py     pass 1: backward_passes_per_step, which backward() syncs
+    uses_lightning.py        pass 1: a Lightning Trainer Horovod drove
+    uses_ray.py              pass 1: a job Ray starts (RayExecutor, Ray Train's HorovodTrainer)
+    uses_spark.py            pass 1: a job Spark starts (horovod.spark.run, sparkdl.HorovodRunner)
+    uses_base.py             pass 1: its records and lookups
+    passed_on.py             the Horovod module handed on within a file (returned, passed to a function)
+    launch_facts.py          how the original is launched (horovod.run sites, options, front-ends), for --verify
+    horovod_to_ddp.py        pass 2: the imports
+    to_ddp_expressions.py    pass 2: calls and names
+    to_ddp_statements.py     pass 2: statements replaced whole, the loops, the blocks, the end of the job
+    to_ddp_ray.py            pass 2: Ray's front-ends -> TorchTrainer
+    to_ddp_spark.py          pass 2: Spark's front-ends -> TorchDistributor
+    to_ddp_base.py           pass 2: the plan it applies, what it changed, adds and imports
+    horovod_api.py           the Horovod names and what each becomes
+    added_helpers.py         the helpers' code (each stands for one Horovod call)
+    notes.py                 the semantic note of each rewrite
+    syntax.py                small reads and builds of LibCST nodes
+    migration.py             what a migration gives back (Migration, Change, Flag)
+The check of the output
+    output_check.py          the whole result against the original; its findings join the flags
+    output_names.py          unbound and newly shadowed names, Horovod left
+    output_ddp.py            models trained but not averaged, .module, collectives under a rank condition
+    output_parsed.py         a source read once for the check
+Reports and launch lines
+    migration_report.py      a single script's report
+    launch_line.py           a horovodrun command line -> torchrun's, per node (--launch)
+compare/verify/ (--verify: reads the driver's TreeMigration, never parses the script again)
+    verify.py                each side launched as its users launch it (locally or as Slurm jobs), then judged
+    launch_mode.py           horovodrun or horovod.run, from launch_facts and the arguments
+    spark_launch.py          how each side of a Spark job runs
+    speed.py                 each side's step time and throughput, and a verdict over rounds
+    step_times.py            the step times the rank tag writes, and a throughput a script prints
+    rank_tag/                sitecustomize for both sides: rank-tagged lines, optimizer step times
+    sparkdl_standin/         a stand-in HorovodRunner where sparkdl does not install
 """
 
 from compare.migrate.rewrite import Change, Flag, Migration, NotMigratable, migrate_source

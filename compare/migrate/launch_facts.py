@@ -1,6 +1,6 @@
 """What the original script says about how it is launched, read once from the tree the migration parsed: its
 horovod.run calls and the conditions they sit under, its command-line options, and the Ray and Spark front-ends
-that start a job themselves. compare/migrate/launch_mode.py decides from these facts and the arguments given;
+that start a job themselves. compare/verify/launch_mode.py decides from these facts and the arguments given;
 nothing parses the script a second time.
 """
 

@@ -5,23 +5,9 @@ Two passes over one LibCST tree: `HorovodUses` finds every Horovod use and decid
 `HorovodToDDP` applies those decisions. Statements are replaced whole; everything else (formatting,
 comments, blank lines) is the original's. What has no equivalent stays in place and is flagged.
 
-Pass 1 is a LibCST visitor, pass 2 a transformer, each made of a class per concern, in compare/migrate/:
-    horovod_uses.py          pass 1: the imports, every hvd. name and call, the flags of what needs a person
-    uses_lightning.py        pass 1: a Lightning Trainer Horovod drove
-    uses_ray.py              pass 1: a job Ray starts (horovod.ray's RayExecutor, Ray Train's HorovodTrainer)
-    uses_spark.py            pass 1: a job Spark starts (horovod.spark.run, Databricks' sparkdl.HorovodRunner)
-    uses_accumulation.py     pass 1: backward_passes_per_step, which backward() syncs
-    uses_base.py             pass 1: its records and lookups
-    horovod_to_ddp.py        pass 2: the imports
-    to_ddp_expressions.py    pass 2: calls and names (hvd.rank(), the collectives, DistributedOptimizer(...))
-    to_ddp_statements.py     pass 2: statements replaced whole, the loops, the blocks (and the helpers added)
-    to_ddp_ray.py            pass 2: Ray's front-ends -> TorchTrainer, and a Ray worker's rank and wrap
-    to_ddp_spark.py          pass 2: Spark's front-ends -> TorchDistributor, and their imports
-    to_ddp_base.py           pass 2: the plan it applies, and what it changed, adds and imports
-    horovod_api.py, added_helpers.py, syntax.py, migration.py: the Horovod names, the helpers' code, node
-    helpers, and what a migration gives back
-Then the whole result is checked against the original (output_check.py, with output_names.py, output_ddp.py
-and output_parsed.py): its findings join the flags.
+Pass 1 is a LibCST visitor, pass 2 a transformer, each made of a class per concern (compare/migrate/__init__.py
+holds the map of the modules). Then the whole result is checked against the original (output_check.py): its
+findings join the flags.
 """
 
 from __future__ import annotations

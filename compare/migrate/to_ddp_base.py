@@ -1,7 +1,8 @@
 """Pass 2's shared part: the plan it applies, and the bookkeeping of what it changed and what it needs.
 
-The parts of pass 2 (to_ddp_expressions, to_ddp_statements, horovod_to_ddp) are one transformer, one class
-each, composed by HorovodToDDP: one walk of the tree, so the changes keep the order they are made in.
+The parts of pass 2 (horovod_to_ddp.py and to_ddp_*.py: compare/migrate/__init__.py's map) are one
+transformer, one class each, composed by HorovodToDDP: one walk of the tree, so the changes keep the order they
+are made in.
 """
 
 from __future__ import annotations

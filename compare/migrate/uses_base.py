@@ -1,6 +1,6 @@
 """Pass 1's shared part: what it records of the script's Horovod uses, and the lookups every part of it uses.
 
-The parts of pass 1 (compare.migrate.horovod_uses, uses_lightning, uses_accumulation) are one visitor, one
+The parts of pass 1 (horovod_uses.py and uses_*.py: compare/migrate/__init__.py's map) are one visitor, one
 class each, composed by HorovodUses: each keeps its own records, and all read these.
 """
 

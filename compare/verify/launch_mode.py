@@ -13,7 +13,7 @@ import importlib.util
 from dataclasses import dataclass
 
 from compare.migrate.launch_facts import LaunchFacts
-from compare.migrate.spark_launch import SparkMissing, spark_launch
+from compare.verify.spark_launch import SparkMissing, spark_launch
 
 MODES = ("auto", "cli", "api")
 
@@ -63,7 +63,7 @@ def _ray_mode(facts: LaunchFacts) -> LaunchMode | None:
 def decide(facts: LaunchFacts, script_args: list[str], requested: str = "auto") -> LaunchMode:
     """The launch mode for these arguments, from what the migration read of the script (launch_facts.py).
     Raises Undecided where only --launch-mode can tell."""
-    try:  # a job that Spark starts runs as `python SCRIPT` on both sides (compare/migrate/spark_launch.py)
+    try:  # a job that Spark starts runs as `python SCRIPT` on both sides (compare/verify/spark_launch.py)
         spark = spark_launch(facts)
     except SparkMissing as exc:
         raise Undecided(str(exc)) from None

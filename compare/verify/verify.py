@@ -1,17 +1,17 @@
 """--verify: the original and the result launched as their users launch them (np 2, CPU), then `compare check`.
 
 A horovodrun script runs under horovodrun and its migration under torchrun; a script that starts its own
-workers (horovod.run, decided from its arguments by compare/migrate/launch_mode.py; a job that Ray starts,
+workers (horovod.run, decided from its arguments by compare/verify/launch_mode.py; a job that Ray starts,
 its migration through Ray Train's TorchTrainer) runs as plain `python` on both sides. Every Python process of
-both jobs prints through the rank tag (compare/migrate/rank_tag/): so rank 0's lines are known in every
+both jobs prints through the rank tag (compare/verify/rank_tag/): so rank 0's lines are known in every
 launch, and so is the world size each side really ran at, which must be the one asked for. (Ray's workers
 copy their tagged lines to files as well, read here after the launch: Ray streams them to the driver only
 while the driver lives.) Each side writes a run record into a directory of its own: the script's recorder
 reads it from RUN_DIR (or `{run_dir}` in the script arguments); a script without the recorder is judged on
 rank 0's printed loss lines (compare/loss_lines.py), turned into a run record here.
 
-Every launch is also timed (compare/migrate/step_times.py: the optimizer's step hooks, else printed
-throughput), and the speed of the two sides is compared (compare/migrate/verify_speed.py); with
+Every launch is also timed (compare/verify/step_times.py: the optimizer's step hooks, else printed
+throughput), and the speed of the two sides is compared (compare/verify/speed.py); with
 --speed-rounds N each side is launched N more times, interleaved, for a verdict over rounds. A script that
 prints no loss at all (Horovod's synthetic benchmark) is not judged for parity, and says so in one line:
 its speed is the whole verdict.
@@ -35,8 +35,10 @@ from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.scheduling import LocalScheduler, Scheduler
 from compare.launch.slurm import SlurmOutcome, SlurmScheduler, launched_by
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, compile_patterns, read_loss_log, split_pieces
-from compare.migrate.launch_mode import LaunchMode
-from compare.migrate.step_times import (
+from compare.names import EXIT_OK, EXIT_RUN_FAILED, EXIT_UNDECIDED
+from compare.verify.launch_mode import LaunchMode
+from compare.verify.speed import Launched, Timing, side_line, speed_report
+from compare.verify.step_times import (
     DEFINITION,
     STEP_TIMES_DIR,
     STEP_TIMES_SOURCE,
@@ -47,8 +49,6 @@ from compare.migrate.step_times import (
     read_step_times,
     read_throughput,
 )
-from compare.migrate.verify_speed import Launched, Timing, side_line, speed_report
-from compare.names import EXIT_OK, EXIT_RUN_FAILED, EXIT_UNDECIDED
 from workload.record_format import (
     LAUNCH_LOG,
     METRICS,
@@ -96,7 +96,7 @@ def every_rank_finished(output: str) -> bool:
 def side_programs(original: Path, migrated: Path, script_args: list[str], *, original_prefix: tuple[str, ...] = (),
                   migrated_args: list[str] | None = None) -> dict[str, Program]:
     """What each side's ranks run, as `python`'s arguments. `original_prefix`: put before the original script (a
-    front-end's stand-in, compare/migrate/spark_launch.py); `migrated_args`: the migrated side's own arguments
+    front-end's stand-in, compare/verify/spark_launch.py); `migrated_args`: the migrated side's own arguments
     (`--horovod` became `--distributed`), else script_args."""
     return {"horovod": Program((*original_prefix, str(original)), tuple(script_args)),
             "ddp": Program((str(migrated),), tuple(script_args if migrated_args is None else migrated_args))}

@@ -15,7 +15,7 @@ torch's global optimizer step hooks, with no change to the script: Horovod's Dis
 script's plain optimizer both go through them. Horovod's step() wraps its base class's, and each wrapped
 step() fires the hooks, so only the outermost call of a thread counts. At exit each process that stepped
 writes the ends of its steps (time.perf_counter) to DIR/rank-R-PID.json (a Ray worker, which Ray kills without
-running its exit handlers, after every step too); compare/migrate/step_times.py turns them into step times,
+running its exit handlers, after every step too); compare/verify/step_times.py turns them into step times,
 the slowest rank's. The hooks are registered when the job itself imports
 torch.optim (an import hook), so that no process pays for torch's import that would not have made it.
 """

@@ -2,7 +2,7 @@
 
 Two sources, in this order:
 
-1. **The optimizer's step hooks.** The rank tag (compare/migrate/rank_tag/sitecustomize.py) times every
+1. **The optimizer's step hooks.** The rank tag (compare/verify/rank_tag/sitecustomize.py) times every
    outermost optimizer step() of every worker and writes its ends to STEP_TIMES_DIR/rank-R-PID.json. A
    step's time is the time from the end of the step before it to its own end: the whole iteration (data,
    forward, backward, the gradient all-reduce and the update), as `compare run` times a step from before

@@ -4,7 +4,7 @@
 times, the verdict the geometric mean over rounds with a t interval, withheld for contention or
 oversubscription, a faster side named only when the interval excludes 1).
 
-Each launch becomes a RunRecord here, in memory, with the step times of compare/migrate/step_times.py and
+Each launch becomes a RunRecord here, in memory, with the step times of compare/verify/step_times.py and
 the round it belongs to; the contention record that compare/launch/process.py writes beside every launch
 is read from its directory, as `compare run`'s are.
 """
@@ -18,15 +18,15 @@ import numpy as np
 
 from compare.analysis.records import RunRecord
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, compare_speed
-from compare.migrate.step_times import (
+from compare.names import FRAMEWORKS, display
+from compare.render.speed import speed_sentence
+from compare.verify.step_times import (
     STEP_TIMES_SOURCE,
     THROUGHPUT_SOURCE,
     StepTimes,
     Throughput,
     summary,
 )
-from compare.names import FRAMEWORKS, display
-from compare.render.speed import speed_sentence
 
 
 @dataclass(frozen=True)

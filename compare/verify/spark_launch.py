@@ -1,11 +1,11 @@
 """How --verify launches a Horovod script that Spark starts (horovod.spark.run, Databricks' sparkdl.HorovodRunner):
 decided from what the migration read of the script (compare/migrate/launch_facts.py), as
-compare/migrate/launch_mode.py decides horovod.run.
+compare/verify/launch_mode.py decides horovod.run.
 
 Both sides run as `python SCRIPT` (the script makes its SparkSession and starts the job): the original through its
 own front-end where that works here, the migration through TorchDistributor. horovod.spark.run works here
 (Horovod 0.28.1 under pyspark); sparkdl does not install outside Databricks, so a HorovodRunner script's original
-runs through a stand-in HorovodRunner (compare/migrate/sparkdl_standin/) that does what HorovodRunner does with
+runs through a stand-in HorovodRunner (compare/verify/sparkdl_standin/) that does what HorovodRunner does with
 the training function: pickle it and run it in |np| Horovod processes, here under horovodrun.
 """
 

@@ -2,7 +2,7 @@
 (it ships only with Databricks Runtime ML up to 15.4). It does what HorovodRunner does with the training function:
 pickle it with cloudpickle and run it in |np| Horovod processes, here under `horovodrun -np |np| --gloo` on this
 host (HorovodRunner: mpirun on the driver for np < 0, on np Spark tasks for np > 0), and return rank 0's return
-value. Only compare/migrate/sparkdl_standin/run_original.py puts it on sys.path.
+value. Only compare/verify/sparkdl_standin/run_original.py puts it on sys.path.
 """
 
 from __future__ import annotations
