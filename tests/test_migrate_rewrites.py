@@ -329,3 +329,28 @@ def test_migrated_lightning_script_trains_under_torchrun(tmp_path):
     losses = [float(x) for x in re.findall(r"^epoch \d+ train_loss (\S+)$", result.stdout, re.MULTILINE)]
     assert len(losses) == 3 and losses[-1] < losses[0] * 0.8, losses
     assert not (ROOT / "lightning_logs").exists()
+
+
+@pytest.mark.parametrize("compression, hook", [
+    ("hvd.Compression.fp16 if args.fp16 else hvd.Compression.none",
+     "default_hooks.fp16_compress_hook if args.fp16 else None"),
+    ("(hvd.Compression.none, hvd.Compression.fp16)[args.fp16]", "(None, default_hooks.fp16_compress_hook)[args.fp16]"),
+])
+def test_an_inline_compression_expression_becomes_one_bound_hook(compression, hook):
+    """DistributedOptimizer(..., compression=<an expression>): the expression rewritten (fp16 -> DDP's fp16 hook,
+    none -> None), bound once under a name the script does not use, and registered when not None. (The
+    expression was copied as it was, hvd names and all, into `if X if c else Y is not None:`.)"""
+    source = ("import torch\nimport horovod.torch as hvd\n\n\ndef main(args):\n    compression_hook = 1\n"
+              "    hvd.init()\n"
+              "    model = torch.nn.Linear(4, 2)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "    hvd.broadcast_parameters(model.state_dict(), root_rank=0)\n"
+              f"    opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),\n"
+              f"                                   compression={compression})\n"
+              "    for _ in range(2):\n        opt.zero_grad()\n        model(torch.ones(1, 4)).sum().backward()\n"
+              "        opt.step()\n")
+    migration = migrate_source(source)
+    assert not migration.flags, migration.flags
+    assert f"    compression_hook_2 = {hook}\n    if compression_hook_2 is not None:\n" \
+           "        model.register_comm_hook(None, compression_hook_2)\n" in migration.code, migration.code
+    assert "hvd" not in migration.code
+    ast.parse(migration.code)

@@ -12,6 +12,7 @@ from compare.migrate import notes
 from compare.migrate.added_helpers import helper_code
 from compare.migrate.migration import Change
 from compare.migrate.output_ddp import samples_sub_networks
+from compare.migrate.repository import tokenize_names, unique_name
 from compare.migrate.syntax import argument, keyword_args, parameter_names, parse_expr, parse_stmt, receiver_of
 from compare.migrate.to_ddp_base import RewriteBase
 
@@ -165,11 +166,18 @@ class StatementRewrites(RewriteBase):
         call = self.uses.dist_optimizer_call
         compression = keyword_args(call).get("compression") if call is not None else None
         if compression is not None:
-            hook = self.uses.module.code_for_node(compression)
             if self.uses.hvd_name(compression) == "Compression.fp16":
                 self.need("torch.distributed.algorithms.ddp_comm_hooks", "default_hooks")
                 out.append(parse_stmt(f"{model}.register_comm_hook(None, default_hooks.fp16_compress_hook)"))
             elif self.uses.hvd_name(compression) != "Compression.none":
+                # A name (`compression=compression`) is rewritten where it is bound; any other expression
+                # (`hvd.Compression.fp16 if args.fp16 else hvd.Compression.none`) is rewritten here, bound
+                # once, under a name the file does not use.
+                hook = self.uses.module.code_for_node(compression.visit(_CompressionHooks(self)))
+                if not isinstance(compression, cst.Name):
+                    name = unique_name("compression_hook", tokenize_names(self.uses.module.code))
+                    out.append(parse_stmt(f"{name} = {hook}"))
+                    hook = name
                 out.append(parse_stmt(f"if {hook} is not None:\n    {model}.register_comm_hook(None, {hook})\n"))
             self.changes.append(Change(self.uses.line(compression), self.uses.code(compression),
                                        f"{model}.register_comm_hook(None, ...)", notes.COMPRESSION_HOOK))
@@ -323,3 +331,18 @@ class StatementRewrites(RewriteBase):
             self.changes.append(Change(0, "", f"helpers {', '.join(self.helpers)} added after the imports",
                                        notes.HELPERS))
         return updated.with_changes(body=body)
+
+
+class _CompressionHooks(cst.CSTTransformer):
+    """hvd.Compression.fp16 -> DDP's fp16 hook, hvd.Compression.none -> None, in an expression the rewrite copies."""
+
+    def __init__(self, rewrite: RewriteBase):
+        super().__init__()
+        self.rewrite = rewrite
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        name = self.rewrite.uses.hvd_name(original)
+        if name == "Compression.fp16":
+            self.rewrite.need("torch.distributed.algorithms.ddp_comm_hooks", "default_hooks")
+            return parse_expr("default_hooks.fp16_compress_hook")
+        return cst.Name("None") if name == "Compression.none" else updated
