@@ -23,7 +23,8 @@ from compare.migrate.added_helpers import HELPERS
 from compare.names import EXIT_PARITY_FAILS
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
-SCRIPTS = ["uneven_allgather", "contrastive_allgather", "sum_through_wrapper", "cpu_metrics_nccl"]
+SCRIPTS = ["uneven_allgather", "contrastive_allgather", "sum_through_wrapper", "cpu_metrics_nccl",
+           "global_centering"]
 
 
 def _migrate(name: str):
@@ -163,6 +164,25 @@ def test_a_summed_allgather_gradient_fails_the_check(verified):
     check = run([sys.executable, "-m", "compare", "check", str(out / "contrastive_allgather" / "horovod"),
                  str(out / "summed")])
     assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+
+
+@pytest.mark.slow
+def test_an_allreduce_gradient_left_unreduced_fails_the_check(verified):
+    """Gradients through hvd.allreduce: Horovod's backward averages the incoming gradient over the ranks, and so
+    does the helper's hook; without it (the helper before: the gradient passed through as it came) the centred
+    classifier's first update differs from the Horovod original's."""
+    out, _ = verified
+    code = (out / "global_centering_ddp.py").read_text()
+    hook = "        result.register_hook(all_reduce_mean)\n"
+    assert code.count(hook) == 1
+    planted = out / "global_centering_unreduced.py"
+    planted.write_text(code.replace(hook, "        pass\n"))
+    finished(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(planted), "--epochs", "1"],
+                 RUN_DIR=str(out / "unreduced"), PYTHONPATH=str(ROOT)), record=out / "unreduced")
+    check = run([sys.executable, "-m", "compare", "check", str(out / "global_centering" / "horovod"),
+                 str(out / "unreduced")])
+    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert "parity fails: diverges at step 2 (seed 0)" in check.stdout, check.stdout
 
 
 @pytest.mark.slow

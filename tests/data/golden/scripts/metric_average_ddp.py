@@ -20,11 +20,16 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 # Added by `python -m compare migrate`: each helper stands for the Horovod call its docstring names.
 def all_reduce_mean(tensor):
     """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size. A CPU tensor
-    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL). Gradients flow
+    back as through Horovod's: averaged over the ranks."""
     device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
-    result = tensor.to(device, copy=True)
+    result = tensor.detach().to(device, copy=True)
     dist.all_reduce(result)
-    return (result / dist.get_world_size()).to(tensor.device)
+    result = (result / dist.get_world_size()).to(tensor.device)
+    if tensor.requires_grad and torch.is_grad_enabled():  # Horovod's backward: the gradient reduced alike
+        result = tensor + (result - tensor).detach()
+        result.register_hook(all_reduce_mean)
+    return result
 
 
 parser = argparse.ArgumentParser()

@@ -6,11 +6,16 @@ import torch.distributed as dist
 
 def all_reduce_mean(tensor):
     """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size. A CPU tensor
-    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL). Gradients flow
+    back as through Horovod's: averaged over the ranks."""
     device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
-    result = tensor.to(device, copy=True)
+    result = tensor.detach().to(device, copy=True)
     dist.all_reduce(result)
-    return (result / dist.get_world_size()).to(tensor.device)
+    result = (result / dist.get_world_size()).to(tensor.device)
+    if tensor.requires_grad and torch.is_grad_enabled():  # Horovod's backward: the gradient reduced alike
+        result = tensor + (result - tensor).detach()
+        result.register_hook(all_reduce_mean)
+    return result
 
 
 def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):

@@ -7,20 +7,30 @@ import torch.distributed as dist
 def all_reduce(tensor, op=dist.ReduceOp.SUM):
     """hvd.allreduce(op=Sum/Min/Max/Product), or average=False (a sum): a reduced copy (torch.distributed
     reduces in place). A CPU tensor is reduced on this rank's GPU where the process group serves CUDA
-    tensors alone (NCCL; on GPUs also a group made with no backend named); Horovod took either."""
+    tensors alone (NCCL; on GPUs also a group made with no backend named); Horovod took either. Gradients
+    flow back through it as through Horovod's (HorovodAllreduce.backward): reduced over the ranks alike."""
     device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
-    result = tensor.to(device, copy=True)
+    result = tensor.detach().to(device, copy=True)
     dist.all_reduce(result, op=op)
-    return result.to(tensor.device)
+    result = result.to(tensor.device)
+    if tensor.requires_grad and torch.is_grad_enabled():  # Horovod's backward: the gradient reduced alike
+        result = tensor + (result - tensor).detach()
+        result.register_hook(lambda grad: all_reduce(grad, op))
+    return result
 
 
 def all_reduce_mean_2(tensor):
     """hvd.allreduce's default op=Average: dist.all_reduce sums, so divide by the world size. A CPU tensor
-    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL)."""
+    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL). Gradients flow
+    back as through Horovod's: averaged over the ranks."""
     device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
-    result = tensor.to(device, copy=True)
+    result = tensor.detach().to(device, copy=True)
     dist.all_reduce(result)
-    return (result / dist.get_world_size()).to(tensor.device)
+    result = (result / dist.get_world_size()).to(tensor.device)
+    if tensor.requires_grad and torch.is_grad_enabled():  # Horovod's backward: the gradient reduced alike
+        result = tensor + (result - tensor).detach()
+        result.register_hook(all_reduce_mean_2)
+    return result
 
 
 def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):

@@ -1,0 +1,66 @@
+"""Features centred by their mean over every rank before the classifier, the mean taken with hvd.allreduce
+inside the loss: the gradient flows back through the average (Horovod's allreduce is differentiable, its
+backward averages the incoming gradient over the ranks), as in cross-replica normalisation layers.
+
+horovodrun -np 2 -H localhost:2 --gloo python examples/horovod_scripts/global_centering.py
+"""
+
+import argparse
+import os
+
+import horovod.torch as hvd
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from torch import nn
+
+import recorder
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=32)
+parser.add_argument("--epochs", type=int, default=1)
+parser.add_argument("--lr", type=float, default=0.1)
+parser.add_argument("--seed", type=int, default=0)
+args = parser.parse_args()
+
+hvd.init()
+torch.manual_seed(args.seed)
+torch.set_num_threads(1)
+
+digits = load_digits()
+images = torch.tensor(digits.data[:1024] / 16.0, dtype=torch.float32)
+labels = torch.tensor(digits.target[:1024])
+dataset = torch.utils.data.TensorDataset(images, labels)
+sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=hvd.size(), rank=hvd.rank())
+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
+
+
+class CenteredClassifier(nn.Module):
+    """An encoder whose features are centred by the global batch's mean, then a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(64, 48), nn.Tanh(), nn.Linear(48, 32))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = self.encoder(x)
+        center = hvd.allreduce(features.mean(dim=0), name="feature_mean")  # averaged over the ranks
+        return self.head(features - center)
+
+
+model = CenteredClassifier()
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+
+rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/global_centering"), options=vars(args), seed=args.seed)
+for epoch in range(args.epochs):
+    sampler.set_epoch(epoch)
+    for batch, target in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(batch), target)
+        loss.backward()
+        optimizer.step()
+        rec.step(loss, lr=args.lr, samples=len(batch))
+rec.close()
