@@ -178,9 +178,9 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             self.frozen_models.add(name.removesuffix(".module").split(".module.")[0])
 
     def visit_If(self, node: cst.If) -> None:
-        if any(self.hvd_name(call.func) == "rank" for call in m.findall(node.test, m.Call())):
+        if any(self.hvd_name(call.func) == "rank" for call in self.parsed.findall(m.Call(), node.test)):
             self.rank_guards.append(node)
-        if m.findall(node.body, m.Call(func=m.Attribute(attr=m.Name("step")))):
+        if self.parsed.findall(m.Call(func=m.Attribute(attr=m.Name("step"))), node.body):
             self.step_guards.append(node)
 
     def _check_optimizer_op(self, keywords: dict) -> None:

@@ -31,21 +31,22 @@ import libcst.matchers as m
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper
 
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.output_check import checked_flags
+from compare.migrate.output_parsed import NodeIndex, Parsed
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
 
 def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
     """A Horovod name still read after the rewrite: hvd.x, or hvd itself (returned, passed on as an argument)."""
-    imported = {id(n) for alias in m.findall(module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
-    imported |= {id(a.attr) for a in m.findall(module, m.Attribute())}  # config.hvd names no module
-    for node in m.findall(module, m.Attribute() | m.Name()):
+    index = NodeIndex(module)
+    imported = {id(n) for alias in index.findall(m.ImportAlias()) for n in index.findall(m.Name(), alias)}
+    imported |= {id(a.attr) for a in index.findall(m.Attribute())}  # config.hvd names no module
+    for node in index.findall(m.Attribute() | m.Name()):
         name = get_full_name_for_node(node)
         if not name or id(node) in imported or not any(name == a or name.startswith(a + ".") for a in aliases):
             continue
@@ -55,15 +56,16 @@ def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
 
 
 def _bare_use(uses: HorovodUses, line: int) -> cst.CSTNode:
-    return next(n for n in m.findall(uses.module, m.Name()) if uses.line(n) == line)
+    return next(n for n in uses.parsed.findall(m.Name()) if uses.line(n) == line)
 
 
 def _bare_use_line(uses: HorovodUses, aliases: set[str]) -> int:
     """The first line that reads the Horovod module itself (`return hvd`, `main(hvd, args)`), else 0."""
-    skipped = {id(n) for alias in m.findall(uses.module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
-    for attribute in m.findall(uses.module, m.Attribute()):
+    found = uses.parsed.findall
+    skipped = {id(n) for alias in found(m.ImportAlias()) for n in found(m.Name(), alias)}
+    for attribute in found(m.Attribute()):
         skipped |= {id(attribute.attr), id(attribute.value)}  # hvd.rank: a use the rewrite knows, or flagged
-    lines = [uses.line(n) for n in m.findall(uses.module, m.Name()) if n.value in aliases and id(n) not in skipped]
+    lines = [uses.line(n) for n in found(m.Name()) if n.value in aliases and id(n) not in skipped]
     return min(lines, default=0)
 
 
@@ -83,13 +85,12 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         return transformer
 
     try:
-        module = cst.parse_module(source)
+        original = Parsed(source)
     except cst.ParserSyntaxError as exc:
         raise NotMigratable(f"not valid Python (line {exc.raw_line}, column {exc.raw_column}): "
                             f"{str(exc.message).splitlines()[0]}") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # parsed here: nobody else holds it
-    uses = HorovodUses(wrapper)
-    wrapper.module.visit(uses)
+    uses = HorovodUses(original)
+    original.module.visit(uses)
     uses.plan_lightning()
     uses.plan_ray()
     if not uses.hvd and not uses.horovod and not uses.hvd_imports and not uses.lightning and not uses.spark_imports:
@@ -97,11 +98,11 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     uses.plan_accumulation()
     uses.flag_elastic_commits()
     transformer = transformer_for(False)
-    new = wrapper.module.visit(transformer)
+    new = original.module.visit(transformer)
     if _remaining_hvd(new, uses.hvd | uses.horovod):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
         transformer = transformer_for(True)
-        new = wrapper.module.visit(transformer)
+        new = original.module.visit(transformer)
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod)
             uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
@@ -114,7 +115,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     if transformer.imports:
         new = AddImportsVisitor(context).transform_module(new)
     changes = sorted(transformer.changes, key=lambda c: c.line)
-    flags = uses.flags + (checked_flags(source, new.code, uses.flags) if check else [])
+    flags = uses.flags + (checked_flags(source, new.code, uses.flags, original) if check else [])
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
                      checked=check,
                      has_sync_batchnorm=uses.has_sync_batchnorm,

@@ -157,7 +157,7 @@ class StatementRewrites(RewriteBase):
         model = self.model
         self.need("torch.nn.parallel", "DistributedDataParallel", "DDP")
         frozen = model in self.uses.frozen_models or any(f.startswith(f"{model}.") for f in self.uses.frozen_models) \
-            or samples_sub_networks(self.uses.module, model or "")
+            or samples_sub_networks(self.uses.parsed, model or "")
         wrap = f"{model} = DDP({model}, find_unused_parameters=True)" if frozen else f"{model} = DDP({model})"
         out = [parse_stmt(wrap)]
         note = " ".join([notes.DDP_AFTER_AMP if self.after_amp else notes.DDP_WRAP, *[notes.FIND_UNUSED] * frozen])
