@@ -69,6 +69,19 @@ def _bare_use_line(uses: HorovodUses, aliases: set[str]) -> int:
     return min(lines, default=0)
 
 
+def _with_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
+    """AddImportsVisitor's imports added to the module. It reads and changes only the file's first statement (a
+    docstring, maybe), the block of imports that starts the file and the statement after that block, so it runs on
+    those alone and the rest is put back after them: the same result, without two walks of the whole tree. Its
+    transform alone: transform_module would first copy the tree for metadata this transform does not use."""
+    body = list(module.body)
+    after = 1
+    while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
+        after += 1
+    top = AddImportsVisitor(context).transform_module_impl(module.with_changes(body=body[:after + 1]))
+    return top.with_changes(body=[*top.body, *body[after + 1:]])
+
+
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
                    end_of_job: bool = True, check: bool = True) -> Migration:
     """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script. With check (the
@@ -113,7 +126,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     for module_name, obj, asname in sorted(transformer.imports, key=lambda i: (i[1] is not None, i)):
         AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
     if transformer.imports:
-        new = AddImportsVisitor(context).transform_module(new)
+        new = _with_imports(new, context)
     changes = sorted(transformer.changes, key=lambda c: c.line)
     flags = uses.flags + (checked_flags(source, new.code, uses.flags, original) if check else [])
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
