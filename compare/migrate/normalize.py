@@ -172,11 +172,13 @@ def _import(module: str, name: str) -> cst.Import:
                                              cst.AsName(name=cst.Name(name)))])
 
 
-def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str,
-              ) -> tuple[cst.Module, list[Normalized], set[str]]:
+def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str, source: str,
+              imported: dict[str, set[str]]) -> tuple[cst.Module, list[Normalized], set[str]]:
     """The file with its indirect Horovod uses written as imports, what was so written, and the constants that
-    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them)."""
-    if not any(loader in module.code for loader in ("import_module", "__import__")) and not reexports:
+    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them).
+    `source` is the module's text, `imported` what it imports (compare.migrate.repository.imported_modules)."""
+    reexported = any(names & reexports.get(name, set()) for name, names in imported.items())
+    if not any(loader in source for loader in ("import_module", "__import__")) and not reexported:
         return module, [], set()  # nothing to normalize (the common case): no second walk
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     transform = Normalize(reexports, module_name)
