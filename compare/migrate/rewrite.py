@@ -71,15 +71,22 @@ def _bare_use_line(uses: HorovodUses, aliases: set[str]) -> int:
 
 def _with_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
     """AddImportsVisitor's imports added to the module. It reads and changes only the file's first statement (a
-    docstring, maybe), the block of imports that starts the file and the statement after that block, so it runs on
-    those alone and the rest is put back after them: the same result, without two walks of the whole tree. Its
-    transform alone: transform_module would first copy the tree for metadata this transform does not use."""
+    docstring, maybe), the block of imports that starts the file, and the blank lines before the statement after
+    that block: so it runs on those alone, that statement stood in for by a `pass` with its blank lines, and the
+    rest is put back after them. The same result, without two walks of the whole tree; and its transform alone:
+    transform_module would first copy the tree for metadata this transform does not use."""
     body = list(module.body)
     after = 1
     while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
         after += 1
-    top = AddImportsVisitor(context).transform_module_impl(module.with_changes(body=body[:after + 1]))
-    return top.with_changes(body=[*top.body, *body[after + 1:]])
+    if after >= len(body):
+        return AddImportsVisitor(context).transform_module_impl(module)
+    following = body[after]
+    stand_in = cst.SimpleStatementLine([cst.Pass()], leading_lines=following.leading_lines)
+    top = AddImportsVisitor(context).transform_module_impl(module.with_changes(body=[*body[:after], stand_in]))
+    *head, lines = top.body
+    return top.with_changes(body=[*head, following.with_changes(leading_lines=lines.leading_lines),
+                                  *body[after + 1:]])
 
 
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,

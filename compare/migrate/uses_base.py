@@ -46,6 +46,14 @@ class UsesBase(m.MatcherDecoratableVisitor):
         self.amp_initialize_stmts: list[cst.SimpleStatementLine] = []  # apex: DDP goes after these
         self.frozen_models: set[str] = set()  # models some of whose parameters get requires_grad off
 
+    # No visit_<Node>_<attribute> or leave_<Node>_<attribute> methods in pass 1: skip LibCST's look-up of them, and
+    # of their matchers, for every attribute of every node it walks.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
 
