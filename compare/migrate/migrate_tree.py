@@ -204,7 +204,9 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
     if not any(word in s.text for s in repository.files.values()
                for word in ("init_process_group", "DistributedDataParallel")):
         return None
-    probes = {name: found for path, module in parsed.items() if (found := probe_aliases(module))
+    # A probe is a try statement: a file without the word has none, and is not walked for one.
+    probes = {name: found for path, module in parsed.items()
+              if "try" in repository.files[path].text and (found := probe_aliases(module))
               for name in repository.files[path].module_names}
     aliases = {}
     for path, module in parsed.items():
