@@ -47,8 +47,8 @@ FIXTURES = {
     # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
     "wrapper_module": Fixture(10, "utils/distributed.py", (("    return reduced / dist.get_world_size()\n",
                                                             "    return reduced\n"),),
-                              "ddp_helpers.py", (("    return (result / dist.get_world_size()).to(tensor.device)\n",
-                                                  "    return result.to(tensor.device)\n"),)),
+                              "ddp_helpers.py", (("    result = (result / dist.get_world_size()).to(tensor.device)\n",
+                                                  "    result = result.to(tensor.device)\n"),)),
     # the DDP backend forgets to wrap the model: each rank trains alone
     "plugin_backend": Fixture(12, "backends/ddp_backend.py", (("return DistributedDataParallel(model)",
                                                                "return model"),),

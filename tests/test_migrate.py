@@ -55,7 +55,7 @@ MUST_CONTAIN = {
     "horovod_run": ["ranks = run_spawned(train, args=(args.lr, args.epochs, args.seed, run_dir), np=args.np)",
                     "torch.multiprocessing.spawn(", "    return dist.get_rank()"],
     "metric_average": ["avg_tensor = all_reduce_mean(tensor)",
-                       "return (result / dist.get_world_size()).to(tensor.device)"],
+                       "result = (result / dist.get_world_size()).to(tensor.device)"],
     "synthetic_throughput": ["    model = DDP(model)\n    if compression is not None:\n"
                              "        model.register_comm_hook(None, compression)",
                              "lr=0.01 * dist.get_world_size())", "printing = dist.get_rank() == 0",

@@ -23,7 +23,8 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         # Every name bound to horovod.torch, before any use is visited: an import below a function that uses the
         # name (`def main(hvd, ...)` called from a `__main__` block that imports it) binds it for that function
         # too, as pass 2 sees it.
-        for alias in m.findall(node, m.ImportAlias(name=m.Attribute(value=m.Name("horovod"), attr=m.Name("torch")))):
+        torch_of_horovod = m.ImportAlias(name=m.Attribute(value=m.Name("horovod"), attr=m.Name("torch")))
+        for alias in self.parsed.findall(torch_of_horovod):
             self.hvd.add(get_full_name_for_node(alias.asname.name) if alias.asname else "horovod.torch")  # type: ignore[union-attr,arg-type]
 
     # imports
@@ -185,9 +186,9 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             self.frozen_models.add(name.removesuffix(".module").split(".module.")[0])
 
     def visit_If(self, node: cst.If) -> None:
-        if any(self.hvd_name(call.func) == "rank" for call in m.findall(node.test, m.Call())):
+        if any(self.hvd_name(call.func) == "rank" for call in self.parsed.findall(m.Call(), node.test)):
             self.rank_guards.append(node)
-        if m.findall(node.body, m.Call(func=m.Attribute(attr=m.Name("step")))):
+        if self.parsed.findall(m.Call(func=m.Attribute(attr=m.Name("step"))), node.body):
             self.step_guards.append(node)
 
     def _check_optimizer_op(self, keywords: dict) -> None:

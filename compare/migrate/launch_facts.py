@@ -12,9 +12,9 @@ from collections.abc import Mapping
 import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from compare.migrate.horovod_api import SPARK_RUN, SPARK_RUNNER
+from compare.migrate.output_parsed import Parsed
 
 RAY_FRONT_ENDS = ("RayExecutor", "HorovodTrainer")  # the order in which a script's imports are looked up
 _RAY_MODULES = ("horovod.ray", "ray.train.horovod")
@@ -41,25 +41,25 @@ class LaunchFacts:
     spark_processes: str = "|np|"           # HorovodRunner(np=-2): "2"
 
 
-def launch_facts_of(module: cst.Module) -> LaunchFacts:
-    """The facts of a parsed script the rewrite did not walk (an entry point with no Horovod of its own, or one
-    whose Horovod path a switch removed)."""
-    wrapper = MetadataWrapper(module)
-    return launch_facts(wrapper.module, wrapper.resolve(ParentNodeProvider), wrapper.resolve(PositionProvider))
+def launch_facts_of(source: str) -> LaunchFacts:
+    """The facts of a script the rewrite did not walk (an entry point with no Horovod of its own, or one whose
+    Horovod path a switch removed)."""
+    return launch_facts(Parsed(source))
 
 
-def launch_facts(module: cst.Module, parents: Mapping[cst.CSTNode, cst.CSTNode],
-                 positions: Mapping[cst.CSTNode, cst.metadata.CodeRange]) -> LaunchFacts:
-    imports = m.findall(module, m.Import())
-    froms = m.findall(module, m.ImportFrom())
-    calls = m.findall(module, m.Call())
+def launch_facts(parsed: Parsed) -> LaunchFacts:
+    """The facts, from the tree the rewrite's first pass read (its index of nodes, parents and positions)."""
+    parents, positions = parsed.parents, parsed.positions
+    imports = parsed.findall(m.Import())
+    froms = parsed.findall(m.ImportFrom())
+    calls = parsed.findall(m.Call())
     horovod = {_bound(alias) for node in imports for alias in node.names  # type: ignore[union-attr]
                if get_full_name_for_node(alias.name) == "horovod"}
     runs = tuple(_run_site(call, parents, positions) for call in calls  # type: ignore[arg-type]
                  if m.matches(call, m.Call(func=m.Attribute(value=m.Name(), attr=m.Name("run"))))
                  and call.func.value.value in horovod)  # type: ignore[union-attr,attr-defined]
     spark_front, spark_call = _spark_front_end(imports, froms, calls)  # type: ignore[arg-type]
-    return LaunchFacts(runs, _options(calls), _ray_front_end(module, imports, froms),  # type: ignore[arg-type]
+    return LaunchFacts(runs, _options(calls), _ray_front_end(parsed, imports, froms),  # type: ignore[arg-type]
                        tuple(get_full_name_for_node(a.value.attr) or "" for call in calls for a in call.args  # type: ignore[union-attr,attr-defined]
                              if a.keyword is not None and a.keyword.value == "num_workers"
                              and isinstance(a.value, cst.Attribute)),
@@ -123,14 +123,14 @@ def _run_site(call: cst.Call, parents: Mapping[cst.CSTNode, cst.CSTNode],
     return RunSite(0)
 
 
-def _ray_front_end(module: cst.Module, imports: list[cst.Import], froms: list[cst.ImportFrom]) -> str | None:
+def _ray_front_end(parsed: Parsed, imports: list[cst.Import], froms: list[cst.ImportFrom]) -> str | None:
     """RayExecutor or HorovodTrainer where the script imports one (by name, or `import horovod.ray` then
     horovod.ray.RayExecutor(...)), else None."""
     imported = {get_full_name_for_node(alias.name) for node in froms if node.module is not None
                 and get_full_name_for_node(node.module) in _RAY_MODULES and isinstance(node.names, (list, tuple))
                 for alias in node.names}
     if any(get_full_name_for_node(alias.name) in _RAY_MODULES for node in imports for alias in node.names):
-        imported |= {a.attr.value for a in m.findall(module, m.Attribute())}  # type: ignore[union-attr]
+        imported |= {a.attr.value for a in parsed.findall(m.Attribute())}  # type: ignore[union-attr]
     return next((name for name in RAY_FRONT_ENDS if name in imported), None)
 
 

@@ -67,7 +67,7 @@ class TreeMigration:
         with no Horovod of its own was not migrated, and is read here."""
         path = self.entry or next(iter(self.repository.files))
         found = next((f.migration.launch for f in self.files if f.path == path), None)
-        return found if found is not None else launch_facts_of(_parse(self.repository.files[path]))
+        return found if found is not None else launch_facts_of(self.repository.files[path].text)
 
     @property
     def flags(self) -> list[tuple[str, Flag]]:
@@ -127,14 +127,15 @@ def _module_name(path: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _entry_paths(repository: Repository, parsed: dict[str, cst.Module], entry: str | None) -> set[str]:
+def _entry_paths(repository: Repository, parsed: dict[str, cst.Module], imports: dict[str, dict[str, set[str]]],
+                 entry: str | None) -> set[str]:
     """The job's entry points: the one given, else each script (a `__main__` guard or no function of its own that
     others import) among the files that reach Horovod."""
     if entry is not None:
         return {entry}
     if repository.single_file:
         return set(repository.files)
-    imported = {name for path, module in parsed.items() for name in imported_modules(module, _module_name(path))}
+    imported = {name for path in parsed for name in imports[path]}
     index = repository.module_index()
     imported_paths = {index[name] for name in imported if name in index}
     return {path for path, module in parsed.items()
@@ -164,11 +165,14 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     taken = repository.identifiers()
     helper_names = {name: unique_name(name, taken) for name in HELPERS if unique_name(name, taken) != name}
     helpers_module = None if repository.single_file else unique_name(HELPERS_MODULE, taken)
-    entries = _entry_paths(repository, parsed, entry)
-    switched = _remove_horovod_paths(repository, parsed)
+    # What each file imports, read once: for the entry points, the switches and the re-exports.
+    imports = {path: imported_modules(module, _module_name(path)) for path, module in parsed.items()}
+    entries = _entry_paths(repository, parsed, imports, entry)
+    switched = _remove_horovod_paths(repository, parsed, imports)
     if switched is not None:
         return _tree_of_switched(repository, parsed, switched, entries, entry)
-    normalized = {path: normalize(parsed[path], reexporters, _module_name(path), accessors) for path in sorted(parsed)}
+    normalized = {path: normalize(parsed[path], reexporters, _module_name(path), repository.files[path].text,
+                                  imports[path], accessors) for path in sorted(parsed)}
     jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
              path in entries) for path, (module, done, _) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
@@ -207,17 +211,20 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
 
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
+                          imports: dict[str, dict[str, set[str]]],
                           ) -> dict[str, tuple[cst.Module, list[Removed]]] | None:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
     probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code."""
     if not any(word in s.text for s in repository.files.values()
                for word in ("init_process_group", "DistributedDataParallel")):
         return None
-    probes = {name: found for path, module in parsed.items() if (found := probe_aliases(module))
+    # A probe is a try statement: a file without the word has none, and is not walked for one.
+    probes = {name: found for path, module in parsed.items()
+              if "try" in repository.files[path].text and (found := probe_aliases(module))
               for name in repository.files[path].module_names}
     aliases = {}
     for path, module in parsed.items():
-        imported = imported_modules(module, _module_name(path))
+        imported = imports[path]
         names = probe_aliases(module) | horovod_bindings(module) | {
             name for source, taken in imported.items() for name in taken & probes.get(source, set())}
         names |= {n for source, taken in imported.items() if source.startswith("horovod") for n in taken}
@@ -236,7 +243,7 @@ def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
         source = repository.files[path]
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
-                              launch=launch_facts_of(parsed[path]) if path in entries else LaunchFacts())
+                              launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
         migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))

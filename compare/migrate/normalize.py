@@ -244,17 +244,21 @@ def _import(module: str, name: str) -> cst.Import:
                                              cst.AsName(name=cst.Name(name)))])
 
 
-def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str,
-              accessors: dict[str, set[str]] | None = None) -> tuple[cst.Module, list[Normalized], set[str]]:
+def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str, source: str,
+              imported: dict[str, set[str]], accessors: dict[str, set[str]] | None = None,
+              ) -> tuple[cst.Module, list[Normalized], set[str]]:
     """The file with its indirect Horovod uses written as imports, what was so written, and the constants that
     held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them).
     `reexports` and `accessors`: the repository's modules that bind horovod.torch, and their functions that
-    return it."""
-    if not any(loader in module.code for loader in ("import_module", "__import__")) and not reexports \
-            and not accessors:
+    return it; `source` is the module's text, `imported` what it imports
+    (compare.migrate.repository.imported_modules)."""
+    accessors = accessors or {}
+    reexported = any(names & reexports.get(name, set()) for name, names in imported.items())
+    accessed = any(name in accessors for name in imported) or module_name in accessors
+    if not any(loader in source for loader in ("import_module", "__import__")) and not reexported and not accessed:
         return module, [], set()  # nothing to normalize (the common case): no second walk
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    transform = Normalize(reexports, module_name, accessors or {})
+    transform = Normalize(reexports, module_name, accessors)
     new = wrapper.visit(transform)
     # A method whose only statement was the loader is left empty: `pass` keeps it valid.
     return new.visit(_FillEmpty()), transform.done, transform.spent

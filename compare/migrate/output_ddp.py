@@ -45,7 +45,7 @@ def _name(node: cst.CSTNode | None) -> str:
 def _wraps(result: Parsed) -> dict[str, list[cst.Call]]:
     """model name -> the DDP(...) / prepare_model(...) calls that wrap it."""
     wraps: dict[str, list[cst.Call]] = {}
-    for call in m.findall(result.module, m.Call()):
+    for call in result.findall(m.Call()):
         if _name(call.func) in WRAPPERS and call.args:  # type: ignore[attr-defined]
             wraps.setdefault(_name(call.args[0].value), []).append(call)  # type: ignore[attr-defined]
     return wraps
@@ -54,12 +54,13 @@ def _wraps(result: Parsed) -> dict[str, list[cst.Call]]:
 def _optimizer_models(result: Parsed) -> list[tuple[str, cst.Call]]:
     """(model, optimizer call) for every model.parameters() / named_parameters() an optimizer is built from."""
     found = []
-    for call in m.findall(result.module, m.Call()):
+    for call in result.findall(m.Call()):
         func = _name(call.func)  # type: ignore[attr-defined]
         if not re.fullmatch(r"(torch\.)?optim\.\w+|(torch\.optim\.)?(SGD|Adam|AdamW|RMSprop|Adagrad|LAMB|Lamb|"
                             r"LARS|Adadelta|Adamax|NAdam|RAdam)", func):
             continue
-        for inner in m.findall(call, m.Call(func=m.Attribute(attr=m.Name("parameters") | m.Name("named_parameters")))):
+        for inner in result.findall(m.Call(func=m.Attribute(attr=m.Name("parameters") | m.Name("named_parameters"))),
+                                    call):
             model = re.sub(r"\.module$", "", _name(inner.func.value))  # type: ignore[attr-defined]
             if model and model != "self":
                 found.append((model, call))
@@ -69,22 +70,22 @@ def _optimizer_models(result: Parsed) -> list[tuple[str, cst.Call]]:
 RANDOM_CALL = re.compile(r"(random|np\.random|numpy\.random)\.\w+|torch\.(randint|rand|bernoulli|multinomial)")
 
 
-def samples_sub_networks(module: cst.Module, model: str) -> bool:
+def samples_sub_networks(parsed: Parsed, model: str) -> bool:
     """Whether the model's class (defined in this script, `model = Class(...)`) draws at random inside forward
     (a sampled sub-network, stochastic depth, a random branch): then some parameters get no gradient in a step."""
-    classes = {c.name.value: c for c in m.findall(module, m.ClassDef())}  # type: ignore[attr-defined]
-    for assign in m.findall(module, m.Assign(value=m.Call(func=m.Name()))):
+    classes = {c.name.value: c for c in parsed.findall(m.ClassDef())}  # type: ignore[attr-defined]
+    for assign in parsed.findall(m.Assign(value=m.Call(func=m.Name()))):
         if not any(_name(t.target) == model for t in assign.targets):  # type: ignore[attr-defined]
             continue
         cls = classes.get(assign.value.func.value)  # type: ignore[attr-defined]
-        forwards = [f for f in m.findall(cls, m.FunctionDef(name=m.Name("forward")))] if cls is not None else []
-        if any(RANDOM_CALL.fullmatch(_name(c.func)) for f in forwards for c in m.findall(f, m.Call())):  # type: ignore[attr-defined]
+        forwards = parsed.findall(m.FunctionDef(name=m.Name("forward")), cls) if cls is not None else []
+        if any(RANDOM_CALL.fullmatch(_name(c.func)) for f in forwards for c in parsed.findall(m.Call(), f)):  # type: ignore[attr-defined]
             return True
     return False
 
 
 def _unused_parameters(result: Parsed, model: str, calls: list[cst.Call]) -> list[Finding]:
-    if not samples_sub_networks(result.module, model) or any(
+    if not samples_sub_networks(result, model) or any(
             a.keyword is not None and a.keyword.value == "find_unused_parameters" for c in calls for a in c.args):
         return []
     return [result.finding(calls[0], "unused parameters", f"`{model}`'s forward draws at random which parts run, "
@@ -96,7 +97,7 @@ def _aliases(result: Parsed, wrapped: set[str]) -> set[str]:
     """The wrapped models and the names bound to the same object before the wrap (`self.model = model`, then
     `self.model = DDP(self.model)`: the optimizer made from `model.parameters()` trains the wrapped module)."""
     names = set(wrapped)
-    for assign in m.findall(result.module, m.Assign(value=m.Name() | m.Attribute())):
+    for assign in result.findall(m.Assign(value=m.Name() | m.Attribute())):
         value = _name(assign.value)  # type: ignore[attr-defined]
         for target in assign.targets:  # type: ignore[attr-defined]
             if _name(target.target) in wrapped and value:
@@ -107,7 +108,7 @@ def _aliases(result: Parsed, wrapped: set[str]) -> set[str]:
 def _averaged_at_step(result: Parsed) -> set[str]:
     """Optimizers whose gradients the migration averages at step() (average_gradients_at_step: a second
     optimizer, a model no DDP can wrap where the caller trains it), by the name passed."""
-    return {_name(call.args[0].value) for call in m.findall(result.module, m.Call(func=m.Name()))
+    return {_name(call.args[0].value) for call in result.findall(m.Call(func=m.Name()))
             if call.func.value.startswith("average_gradients_at_step") and call.args}  # type: ignore[attr-defined]
 
 
@@ -134,7 +135,7 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
     """Models an optimizer trains but DDP does not wrap; wrapped models trained through another method; DDP
     before amp.initialize; `.module` where the model may not be wrapped."""
     findings: list[Finding] = []
-    if not m.findall(original.module, m.Attribute(attr=m.Name("DistributedOptimizer"))):
+    if not original.findall(m.Attribute(attr=m.Name("DistributedOptimizer"))):
         return findings  # Horovod averaged no model's gradients: nothing was to be wrapped
     wraps = _wraps(result)
     wrapped = _aliases(result, set(wraps))
@@ -163,7 +164,7 @@ def _in_function(result: Parsed, node: cst.CSTNode) -> bool:
 
 def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
     findings = []
-    for call in m.findall(result.module, m.Call(func=m.Attribute())):
+    for call in result.findall(m.Call(func=m.Attribute())):
         func = call.func  # type: ignore[attr-defined]
         receiver, method = dotted_name(func.value) or "", func.attr.value
         through_module = receiver == f"{model}.module"
@@ -176,7 +177,7 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
                                        "without DDP's forward, so its gradients are never averaged"
                                        + ("" if through_module else " (and the DDP wrapper has no such method)")
                                        + ": call the model itself, or move this into forward"))
-    for node in m.findall(result.module, m.Attribute(value=m.Name(model))):
+    for node in result.findall(m.Attribute(value=m.Name(model))):
         parent = result.parents[node]
         if node.attr.value in MODULE_ATTRIBUTES or (isinstance(parent, cst.Call) and parent.func is node) \
                 or (result.line(node) <= wrap_line and not _in_function(result, node)):  # type: ignore[attr-defined]
@@ -190,7 +191,7 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
 def _amp_after(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
     return [result.finding(call, "DDP before amp", f"apex's amp.initialize after `{model}` is wrapped in DDP "
                            "(line " + str(wrap_line) + "): it raises; wrap the model after amp.initialize")
-            for call in m.findall(result.module, m.Call(func=m.Attribute(attr=m.Name("initialize"))))
+            for call in result.findall(m.Call(func=m.Attribute(attr=m.Name("initialize"))))
             if _name(call.func).endswith("amp.initialize") and result.line(call) > wrap_line  # type: ignore[attr-defined]
             and any(_name(a.value) == model for a in call.args)]  # type: ignore[attr-defined]
 
@@ -212,7 +213,7 @@ def _module_off_the_wrap(result: Parsed, model: str, calls: list[cst.Call]) -> l
         return []  # wrapped on every path
     tests = {result.module.code_for_node(i.test) for conditions in wrap_conditions for i in conditions}
     findings = []
-    for node in m.findall(result.module, m.Attribute(attr=m.Name("module"))):
+    for node in result.findall(m.Attribute(attr=m.Name("module"))):
         if _name(node.value) != model:  # type: ignore[attr-defined]
             continue
         if any(result.module.code_for_node(i.test) in tests for i in _conditions(result, node)):
@@ -225,11 +226,11 @@ def _module_off_the_wrap(result: Parsed, model: str, calls: list[cst.Call]) -> l
 
 def _collective_functions(result: Parsed) -> set[str]:
     """The script's own functions (the added helpers among them) that make a collective, to a fixed point."""
-    defs = {d.name.value: d for d in m.findall(result.module, m.FunctionDef())}  # type: ignore[attr-defined]
+    defs = {d.name.value: d for d in result.findall(m.FunctionDef())}  # type: ignore[attr-defined]
     names: set[str] = set()
     while True:
         more = {name for name, d in defs.items() if name not in names and any(
-            _is_collective(c, names) for c in m.findall(d, m.Call()))}
+            _is_collective(c, names) for c in result.findall(m.Call(), d))}
         if not more:
             return names
         names |= more
@@ -243,15 +244,15 @@ def _is_collective(call: cst.Call, functions: set[str]) -> bool:
     return last in COLLECTIVES and head in ("dist", "torch.distributed")
 
 
-def _calls(block: cst.CSTNode, functions: set[str]) -> list[str]:
-    return [_name(c.func) for c in m.findall(block, m.Call()) if _is_collective(c, functions)]  # type: ignore[attr-defined]
+def _calls(result: Parsed, block: cst.CSTNode, functions: set[str]) -> list[str]:
+    return [_name(c.func) for c in result.findall(m.Call(), block) if _is_collective(c, functions)]  # type: ignore[attr-defined]
 
 
 def check_collectives(result: Parsed) -> list[Finding]:
     """Collectives under a rank condition; collectives of CPU tensors where the script asks for NCCL."""
     functions = _collective_functions(result)
     findings = []
-    for call in m.findall(result.module, m.Call()):
+    for call in result.findall(m.Call()):
         if not _is_collective(call, functions):  # type: ignore[arg-type]
             continue
         for guard in _conditions(result, call):
@@ -259,7 +260,7 @@ def check_collectives(result: Parsed) -> list[Finding]:
             if not RANK_TEST.search(test) or MODE_TEST.search(test):
                 continue
             other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
-            if other is not None and _calls(guard.body, functions) == _calls(other, functions):
+            if other is not None and _calls(result, guard.body, functions) == _calls(result, other, functions):
                 continue  # every rank makes the same calls, one branch or the other
             findings.append(result.finding(call, "rank-only collective", f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
                                            f"`if {test}:` only: the other ranks never reach it, and the job hangs "
@@ -270,7 +271,7 @@ def check_collectives(result: Parsed) -> list[Finding]:
 
 
 def _asks_for_nccl(result: Parsed) -> bool:
-    for call in m.findall(result.module, m.Call()):
+    for call in result.findall(m.Call()):
         if _name(call.func).endswith("init_process_group"):  # type: ignore[attr-defined]
             args = [a.value for a in call.args if a.keyword is None or a.keyword.value == "backend"]  # type: ignore[attr-defined]
             if args and m.matches(args[0], m.SimpleString()) and "nccl" in args[0].evaluated_value:  # type: ignore[attr-defined]
@@ -288,7 +289,7 @@ def _made_on_cpu(node: cst.BaseExpression, result: Parsed, scope_node: cst.CSTNo
             return not any(a.keyword is not None and a.keyword.value == "device" for a in node.args)
         return False
     if isinstance(node, cst.Name):  # one hop: the name's last assignment in the same function or module
-        values = [a.value for a in m.findall(scope_node, m.Assign()) if any(
+        values = [a.value for a in result.findall(m.Assign(), scope_node) if any(
             _name(t.target) == node.value for t in a.targets) and result.line(a) < result.line(node)]  # type: ignore[attr-defined]
         return bool(values) and _made_on_cpu(values[-1], result, scope_node)
     return False
@@ -298,7 +299,7 @@ def _cpu_on_nccl(result: Parsed, functions: set[str]) -> list[Finding]:
     if not _asks_for_nccl(result):
         return []
     findings = []
-    for call in m.findall(result.module, m.Call()):
+    for call in result.findall(m.Call()):
         name = _name(call.func)  # type: ignore[attr-defined]
         if not _is_collective(call, functions) or name.endswith("barrier") or name.endswith("_object") \
                 or name.endswith("_object_list") or name in WRAPPERS or not call.args:  # type: ignore[attr-defined]

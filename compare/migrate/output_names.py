@@ -55,7 +55,7 @@ def _definitions(parsed: Parsed) -> dict[tuple[str, str], int]:
 
 
 def _has_star_import(parsed: Parsed) -> bool:
-    return bool(m.findall(parsed.module, m.ImportFrom(names=m.ImportStar())))
+    return bool(parsed.findall(m.ImportFrom(names=m.ImportStar())))
 
 
 def check_names(original: Parsed, result: Parsed) -> list[Finding]:
@@ -128,13 +128,13 @@ def _first_binding(parsed: Parsed, key: tuple[str, str]) -> int:
 
 def check_horovod_left(result: Parsed) -> list[Finding]:
     findings = []
-    for node in m.findall(result.module, m.Import() | m.ImportFrom()):
+    for node in result.findall(m.Import() | m.ImportFrom()):
         names = ([cst.helpers.get_full_name_for_node(a.name) or "" for a in node.names]  # type: ignore[union-attr]
                  if isinstance(node, cst.Import) else
                  [cst.helpers.get_full_name_for_node(node.module) or ""] if node.module else [])  # type: ignore[union-attr]
         if any(n == "horovod" or n.startswith("horovod.") for n in names):
             findings.append(result.finding(node, "horovod left", "Horovod is still imported here"))
-    for string in m.findall(result.module, m.SimpleString()):
+    for string in result.findall(m.SimpleString()):
         value = string.evaluated_value  # type: ignore[union-attr]
         if isinstance(value, str) and HOROVOD_STRING.fullmatch(value):
             what = "a variable only horovodrun sets" if value.startswith("HOROVOD_") else "a Horovod module name"

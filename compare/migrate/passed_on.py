@@ -9,21 +9,21 @@ to anything else (a library, a function that names it otherwise), it is left, an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import libcst as cst
 import libcst.matchers as m
 
+from compare.migrate.output_parsed import Parsed
 
-def module_passed_on(module: cst.Module, parents: Mapping[cst.CSTNode, cst.CSTNode], aliases: set[str],
-                     ) -> set[int]:
+
+def module_passed_on(parsed: Parsed, aliases: set[str]) -> set[int]:
     """The ids of the Name nodes that hand on the Horovod module (`aliases`: the names bound to horovod.torch)
     and can hand on torch.distributed instead: returned values, arguments, and the parameters receiving them."""
+    parents = parsed.parents
     functions: dict[str, list[cst.FunctionDef]] = {}
-    for function in m.findall(module, m.FunctionDef()):
+    for function in parsed.findall(m.FunctionDef()):
         functions.setdefault(function.name.value, []).append(function)  # type: ignore[union-attr]
     found: set[int] = set()
-    for name in m.findall(module, m.Name()):
+    for name in parsed.findall(m.Name()):
         if name.value not in aliases:  # type: ignore[union-attr]
             continue
         parent = parents.get(name)

@@ -17,13 +17,13 @@ import libcst.matchers as m
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper
 
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.launch_facts import launch_facts
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.output_check import checked_flags
+from compare.migrate.output_parsed import NodeIndex, Parsed
 from compare.migrate.passed_on import module_passed_on
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
@@ -31,9 +31,10 @@ __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
 def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
     """A Horovod name still read after the rewrite: hvd.x, or hvd itself (returned, passed on as an argument)."""
-    imported = {id(n) for alias in m.findall(module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
-    imported |= {id(a.attr) for a in m.findall(module, m.Attribute())}  # config.hvd names no module
-    for node in m.findall(module, m.Attribute() | m.Name()):
+    index = NodeIndex(module)
+    imported = {id(n) for alias in index.findall(m.ImportAlias()) for n in index.findall(m.Name(), alias)}
+    imported |= {id(a.attr) for a in index.findall(m.Attribute())}  # config.hvd names no module
+    for node in index.findall(m.Attribute() | m.Name()):
         name = get_full_name_for_node(node)
         if not name or id(node) in imported or not any(name == a or name.startswith(a + ".") for a in aliases):
             continue
@@ -43,18 +44,38 @@ def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
 
 
 def _bare_use(uses: HorovodUses, line: int) -> cst.CSTNode:
-    return next(n for n in m.findall(uses.module, m.Name()) if uses.line(n) == line)
+    return next(n for n in uses.parsed.findall(m.Name()) if uses.line(n) == line)
 
 
 def _bare_use_line(uses: HorovodUses, aliases: set[str], passed_on: set[int]) -> int:
     """The first line that reads the Horovod module itself (`return hvd`, `library.setup(hvd)`) where the rewrite
     did not hand on torch.distributed instead, else 0."""
-    skipped = {id(n) for alias in m.findall(uses.module, m.ImportAlias()) for n in m.findall(alias, m.Name())}
-    skipped |= passed_on
-    for attribute in m.findall(uses.module, m.Attribute()):
+    found = uses.parsed.findall
+    skipped = {id(n) for alias in found(m.ImportAlias()) for n in found(m.Name(), alias)} | passed_on
+    for attribute in found(m.Attribute()):
         skipped |= {id(attribute.attr), id(attribute.value)}  # hvd.rank: a use the rewrite knows, or flagged
-    lines = [uses.line(n) for n in m.findall(uses.module, m.Name()) if n.value in aliases and id(n) not in skipped]
+    lines = [uses.line(n) for n in found(m.Name()) if n.value in aliases and id(n) not in skipped]
     return min(lines, default=0)
+
+
+def _with_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
+    """AddImportsVisitor's imports added to the module. It reads and changes only the file's first statement (a
+    docstring, maybe), the block of imports that starts the file, and the blank lines before the statement after
+    that block: so it runs on those alone, that statement stood in for by a `pass` with its blank lines, and the
+    rest is put back after them. The same result, without two walks of the whole tree; and its transform alone:
+    transform_module would first copy the tree for metadata this transform does not use."""
+    body = list(module.body)
+    after = 1
+    while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
+        after += 1
+    if after >= len(body):
+        return AddImportsVisitor(context).transform_module_impl(module)
+    following = body[after]
+    stand_in = cst.SimpleStatementLine([cst.Pass()], leading_lines=following.leading_lines)
+    top = AddImportsVisitor(context).transform_module_impl(module.with_changes(body=[*body[:after], stand_in]))
+    *head, lines = top.body
+    return top.with_changes(body=[*head, following.with_changes(leading_lines=lines.leading_lines),
+                                  *body[after + 1:]])
 
 
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
@@ -74,26 +95,25 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         return transformer
 
     try:
-        module = cst.parse_module(source)
+        original = Parsed(source)
     except cst.ParserSyntaxError as exc:
         raise NotMigratable(f"not valid Python (line {exc.raw_line}, column {exc.raw_column}): "
                             f"{str(exc.message).splitlines()[0]}") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # parsed here: nobody else holds it
-    uses = HorovodUses(wrapper)
-    wrapper.module.visit(uses)
+    uses = HorovodUses(original)
+    original.module.visit(uses)
     uses.plan_lightning()
     uses.plan_ray()
     if not uses.hvd and not uses.horovod and not uses.hvd_imports and not uses.lightning and not uses.spark_imports:
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
     uses.flag_elastic_commits()
-    passed_on = module_passed_on(wrapper.module, uses.parents, uses.hvd)
+    passed_on = module_passed_on(original, uses.hvd)
     transformer = transformer_for(False)
-    new = wrapper.module.visit(transformer)
+    new = original.module.visit(transformer)
     if _remaining_hvd(new, uses.hvd | uses.horovod):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
         transformer = transformer_for(True)
-        new = wrapper.module.visit(transformer)
+        new = original.module.visit(transformer)
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
             uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
@@ -104,15 +124,15 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     for module_name, obj, asname in sorted(transformer.imports, key=lambda i: (i[1] is not None, i)):
         AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
     if transformer.imports:
-        new = AddImportsVisitor(context).transform_module(new)
+        new = _with_imports(new, context)
     changes = sorted(transformer.changes, key=lambda c: c.line)
-    flags = uses.flags + (checked_flags(source, new.code, uses.flags) if check else [])
+    flags = uses.flags + (checked_flags(source, new.code, uses.flags, original) if check else [])
     # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
     # the module's `dist`, with the same module (compare/migrate/passed_on.py).
-    renamed = {uses.line(p) for p in m.findall(wrapper.module, m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
+    renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
     flags = [f for f in flags if not (f.category == "shadowed name" and f.line in renamed and "`dist`" in f.why)]
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
-                     checked=check, launch=launch_facts(wrapper.module, uses.parents, uses.positions),
+                     checked=check, launch=launch_facts(original),
                      has_sync_batchnorm=uses.has_sync_batchnorm,
                      lightning=uses.lightning,
                      front_end="Ray Train's TorchTrainer" if uses.ray

@@ -50,6 +50,14 @@ class RewriteBase(m.MatcherDecoratableTransformer):
         self.wrap_function = uses.enclosing_function(self.wrap_stmt) if self.wrap_stmt is not None else None
         self.function_depth: list[cst.FunctionDef] = []
 
+    # No visit_<Node>_<attribute> or leave_<Node>_<attribute> methods in pass 2: skip LibCST's look-up of them, and
+    # of their matchers, for every attribute of every node it walks.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
     # bookkeeping
     def note(self, original: cst.CSTNode, after: str, note: str) -> None:
         self.changes.append(Change(self.uses.line(original), self.uses.code(original), shortened(after), note))

@@ -158,7 +158,7 @@ class StatementRewrites(RewriteBase):
         model = self.model
         self.need("torch.nn.parallel", "DistributedDataParallel", "DDP")
         frozen = model in self.uses.frozen_models or any(f.startswith(f"{model}.") for f in self.uses.frozen_models) \
-            or samples_sub_networks(self.uses.module, model or "")
+            or samples_sub_networks(self.uses.parsed, model or "")
         wrap = f"{model} = DDP({model}, find_unused_parameters=True)" if frozen else f"{model} = DDP({model})"
         out = [parse_stmt(wrap)]
         note = " ".join([notes.DDP_AFTER_AMP if self.after_amp else notes.DDP_WRAP, *[notes.FIND_UNUSED] * frozen])
@@ -280,8 +280,8 @@ class StatementRewrites(RewriteBase):
         # The job ends at the end of the block that trains: the module, or a block with a loop after init(), or
         # that calls a function of this file with a loop (`main(args)` in a `__main__` block). A helper or a
         # branch that only initialises would destroy the group it has just made.
-        looping = {f.name.value for f in m.findall(self.uses.module, m.FunctionDef())  # type: ignore[union-attr]
-                   if m.findall(f, m.For() | m.While())}
+        looping = {f.name.value for f in self.uses.parsed.findall(m.FunctionDef())  # type: ignore[union-attr]
+                   if self.uses.parsed.findall(m.For() | m.While(), f)}
         return isinstance(original, cst.Module) or any(
             m.findall(statement, m.For() | m.While() | m.Call(func=m.Name(m.MatchIfTrue(looping.__contains__))))
             for statement in body[body.index(init) + 1:])

@@ -7,9 +7,9 @@ import dataclasses
 import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper
 
 from compare.migrate import notes
+from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import keyword_args
 from compare.migrate.uses_base import UsesBase
 
@@ -25,8 +25,8 @@ class InnerLoop:
 class AccumulationUses(UsesBase):
     """Which backward() statements run under no_sync(), and how each inner loop tells its last pass."""
 
-    def __init__(self, wrapper: MetadataWrapper):
-        super().__init__(wrapper)
+    def __init__(self, parsed: Parsed):
+        super().__init__(parsed)
         self.accumulate: dict[int, tuple[str, str]] = {}  # id(backward statement) -> (the sync condition, note)
         self.inner_loops: dict[int, InnerLoop] = {}  # id(inner for loop) -> how its last pass is told
         self._names: set[str] | None = None  # every name in the script, once fresh_name() needs them

@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from compare.migrate.migration import Flag
+from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import dotted_name, shortened
 
 
 class UsesBase(m.MatcherDecoratableVisitor):
     """The script, its Horovod names and the records of its Horovod uses; the flags of what needs a person."""
 
-    def __init__(self, wrapper: MetadataWrapper):
+    def __init__(self, parsed: Parsed):
         super().__init__()
-        self.module = wrapper.module
-        self.positions = wrapper.resolve(PositionProvider)
-        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.parsed = parsed  # read once: the check of the result reads the original from it too
+        self.module = parsed.module
+        self.positions = parsed.positions
+        self.parents = parsed.parents
         self.hvd: set[str] = set()          # names bound to horovod.torch ("hvd")
         self.horovod: set[str] = set()      # names bound to the horovod package (for horovod.run)
         self.hvd_imports: list[cst.CSTNode] = []
@@ -44,6 +45,14 @@ class UsesBase(m.MatcherDecoratableVisitor):
         self.init_calls: list[cst.Call] = []
         self.amp_initialize_stmts: list[cst.SimpleStatementLine] = []  # apex: DDP goes after these
         self.frozen_models: set[str] = set()  # models some of whose parameters get requires_grad off
+
+    # No visit_<Node>_<attribute> or leave_<Node>_<attribute> methods in pass 1: skip LibCST's look-up of them, and
+    # of their matchers, for every attribute of every node it walks.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line

@@ -9,10 +9,10 @@ import dataclasses
 import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper
 
 from compare.migrate import notes
 from compare.migrate.horovod_api import LIGHTNING_HOROVOD_CLASSES
+from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import dotted_name, elements_of, is_horovod_string
 from compare.migrate.uses_base import UsesBase
 
@@ -29,8 +29,8 @@ class TrainerPlan:
 class LightningUses(UsesBase):
     """Lightning's names, its Horovod classes and "horovod" strings, and the plan of each Trainer Horovod drove."""
 
-    def __init__(self, wrapper: MetadataWrapper):
-        super().__init__(wrapper)
+    def __init__(self, parsed: Parsed):
+        super().__init__(parsed)
         self.lightning_names: dict[str, str] = {}  # bound name -> what it names ("pl" -> "pytorch_lightning")
         self.lightning_imports: list[cst.ImportFrom] = []  # those that import Lightning's Horovod classes
         self.horovod_class_refs: list[tuple[str | None, cst.CSTNode]] = []  # (the imported name, the use)

@@ -14,7 +14,6 @@ import dataclasses
 import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper
 
 from compare.migrate import notes
 from compare.migrate.horovod_api import (
@@ -25,6 +24,7 @@ from compare.migrate.horovod_api import (
     RAY_FRONT_ENDS,
     RAY_TRAINER_KEYWORDS,
 )
+from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import argument, dotted_name, keyword_args
 from compare.migrate.uses_base import UsesBase
 
@@ -51,8 +51,8 @@ class RayTrainerPlan:
 class RayUses(UsesBase):
     """horovod.ray's and Ray Train's Horovod names, and the plan of each executor and trainer."""
 
-    def __init__(self, wrapper: MetadataWrapper):
-        super().__init__(wrapper)
+    def __init__(self, parsed: Parsed):
+        super().__init__(parsed)
         self.ray_names: dict[str, str] = {}        # bound name -> what it names ("RayExecutor" -> "horovod.ray.Ray...")
         self.ray_imports: list[cst.CSTNode] = []   # imports of horovod.ray and ray.train.horovod
         self.ray_calls: list[cst.Call] = []        # calls of a front-end name (constructors, create_settings)

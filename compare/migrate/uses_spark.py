@@ -18,7 +18,6 @@ import dataclasses
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS
@@ -30,6 +29,7 @@ from compare.migrate.horovod_api import (
     SPARK_RUN_NO_EQUIVALENT,
     SPARK_RUNNER,
 )
+from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import argument, dotted_name, keyword_args
 from compare.migrate.uses_base import UsesBase
 
@@ -54,9 +54,9 @@ class DistributorPlan:
 class SparkUses(UsesBase):
     """horovod.spark's and sparkdl's names, and the plan of each call that starts a Spark job."""
 
-    def __init__(self, wrapper: MetadataWrapper):
-        super().__init__(wrapper)
-        self.scopes = wrapper.resolve(ScopeProvider)
+    def __init__(self, parsed: Parsed):
+        super().__init__(parsed)
+        self.scopes = parsed.scopes
         self.spark_names: dict[str, str] = {}          # bound name -> what it names ("hvd" -> "horovod.spark.torch")
         self.spark_imports: list[cst.CSTNode] = []     # imports of horovod.spark... and sparkdl
         self.distributor_plans: dict[int, DistributorPlan] = {}  # id(call) -> its TorchDistributor
