@@ -152,6 +152,22 @@ def test_the_diff_applies_with_git_and_gives_the_same_tree(tmp_path):
         assert (repo / path).read_bytes() == (out / path).read_bytes(), path
 
 
+def test_migrating_without_verify_imports_no_torch(tmp_path):
+    """A migration is text work: a machine without torch (a reviewer's laptop, a CI lint job) can run it. Checked
+    as the user types it, every option read, Slurm's and --device's included."""
+    repo = _repo(tmp_path / "repo")
+    probe = ("import runpy, sys\n"
+             f"sys.argv = ['compare', 'migrate', {str(repo)!r}, '-o', {str(tmp_path / 'out')!r}]\n"
+             "try:\n    runpy.run_module('compare', run_name='__main__')\nexcept SystemExit as exc:\n"
+             "    assert exc.code in (0, 6), exc.code\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "train.py").is_file()
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
 def _commit(repo: Path) -> None:
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", *args], cwd=repo, check=True)

@@ -102,6 +102,11 @@ def error_trace(out: Path, rank: int) -> Path:
     return Path(out) / f"error-rank-{rank}.txt"
 
 
+def seed_directory(out: Path, seed: int, seeds: tuple[int, ...]) -> Path:
+    """Where one seed's record goes: OUT itself for a single seed, OUT/seed-S when a launch runs several."""
+    return out / f"seed-{seed}" if len(seeds) > 1 else out
+
+
 def says_ok(run_dir: Path) -> bool:
     """Whether the record in `run_dir` is complete: run.json says "ok" and metrics.jsonl is there."""
     try:

@@ -22,6 +22,7 @@ from workload.errors import UsageError
 from workload.faults import forget_earlier_job, inject_fault
 from workload.options import Options
 from workload.record import RunRecorder
+from workload.record_format import seed_directory
 from workload.workloads import load_workload, with_batch_norm
 
 # Per-step values gathered from every rank: the loss is averaged, the times take the slowest rank.
@@ -32,11 +33,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def seed_directory(out: Path, seed: int, seeds: tuple[int, ...]) -> Path:
-    """Where one seed's record goes: OUT itself for a single seed, OUT/seed-S when a launch runs several."""
-    return out / f"seed-{seed}" if len(seeds) > 1 else out
 
 
 def run_dir(options: Options, seed: int) -> Path:

@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workload.record_format import METRICS, METRICS_PART, says_ok
-from workload.trainer import seed_directory
+from workload.record_format import METRICS, METRICS_PART, says_ok, seed_directory
 
 if TYPE_CHECKING:
     from compare.launch.lines import Launch
