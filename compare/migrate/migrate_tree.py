@@ -178,8 +178,11 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
     workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
     if workers > 1:
+        # The longest files first, a few at a time: no worker is left with a long file while the others idle.
+        order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            results = list(pool.map(_rewrite, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+            done = dict(zip(order, pool.map(_rewrite, [jobs[i] for i in order], chunksize=2), strict=True))
+        results = [done[i] for i in range(len(jobs))]
     else:
         results = [_rewrite(job) for job in jobs]
     files = []
