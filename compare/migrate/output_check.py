@@ -33,11 +33,12 @@ from compare.migrate.output_parsed import Finding, Parsed
 __all__ = ["Finding", "check_output", "checked_flags"]
 
 
-def check_output(original: str, migrated: str, before: Parsed | None = None) -> list[Finding]:
-    """Everything the result does that the original did not, or still does that only Horovod allowed. `before`:
-    the original already read (the rewrite's pass 1 read it), else it is read here."""
+def check_output(original: str, migrated: str, before: Parsed | None = None, after: Parsed | None = None,
+                 ) -> list[Finding]:
+    """Everything the result does that the original did not, or still does that only Horovod allowed. `before`
+    and `after`: the original and the result already read (the rewrite read both), else they are read here."""
     try:
-        result = Parsed(migrated)
+        result = after or Parsed(migrated)
     except cst.ParserSyntaxError as exc:
         return [Finding(exc.raw_line, "not Python", "", f"the result does not parse: {exc.message}")]
     if before is None:
@@ -55,7 +56,8 @@ def check_output(original: str, migrated: str, before: Parsed | None = None) -> 
     return sorted(unique.values(), key=lambda f: (f.line, f.category))
 
 
-def checked_flags(original: str, migrated: str, flags: list[Flag], before: Parsed | None = None) -> list[Flag]:
+def checked_flags(original: str, migrated: str, flags: list[Flag], before: Parsed | None = None,
+                  after: Parsed | None = None) -> list[Flag]:
     """The check's findings as flags of the migration, each at its original line where the result's line came
     from one (0 where it is new), beside the flags the rewrite raised. A Horovod import the rewrite kept because
     a flagged use needs it, and what is left on a flagged line, are already told: not told twice."""
@@ -64,7 +66,7 @@ def checked_flags(original: str, migrated: str, flags: list[Flag], before: Parse
     back = map_lines(migrated, original)  # the result's line -> the original's (None: added by the rewrite)
     flagged = {flag.line for flag in flags}
     out = []
-    for finding in check_output(original, migrated, before):
+    for finding in check_output(original, migrated, before, after):
         line = back.get(finding.line) or 0
         if finding.category == "horovod left" and flags and (line in flagged or finding.code.startswith(
                 ("import horovod", "from horovod"))):

@@ -29,9 +29,8 @@ from compare.migrate.passed_on import module_passed_on
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
 
-def _remaining_hvd(module: cst.Module, aliases: set[str]) -> bool:
+def _remaining_hvd(index: NodeIndex, aliases: set[str]) -> bool:
     """A Horovod name still read after the rewrite: hvd.x, or hvd itself (returned, passed on as an argument)."""
-    index = NodeIndex(module)
     imported = {id(n) for alias in index.findall(m.ImportAlias()) for n in index.findall(m.Name(), alias)}
     imported |= {id(a.attr) for a in index.findall(m.Attribute())}  # config.hvd names no module
     for node in index.findall(m.Attribute() | m.Name()):
@@ -58,12 +57,25 @@ def _bare_use_line(uses: HorovodUses, aliases: set[str], passed_on: set[int]) ->
     return min(lines, default=0)
 
 
-def _with_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
+def _parsed_result(code: str) -> Parsed | None:
+    """The rewrite's output read for its check; None where it does not parse (the check says so)."""
+    try:
+        return Parsed(code)
+    except cst.ParserSyntaxError:
+        return None
+
+
+def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | None]]) -> cst.Module:
     """AddImportsVisitor's imports added to the module. It reads and changes only the file's first statement (a
     docstring, maybe), the block of imports that starts the file, and the blank lines before the statement after
     that block: so it runs on those alone, that statement stood in for by a `pass` with its blank lines, and the
     rest is put back after them. The same result, without two walks of the whole tree; and its transform alone:
     transform_module would first copy the tree for metadata this transform does not use."""
+    if not imports:
+        return module
+    context = CodemodContext()
+    for module_name, obj, asname in sorted(imports, key=lambda i: (i[1] is not None, i)):
+        AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
     body = list(module.body)
     after = 1
     while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
@@ -109,24 +121,22 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     uses.flag_elastic_commits()
     passed_on = module_passed_on(original, uses.hvd)
     transformer = transformer_for(False)
-    new = original.module.visit(transformer)
-    if _remaining_hvd(new, uses.hvd | uses.horovod):
+    new = _with_imports(original.module.visit(transformer), transformer.imports)
+    # The result read once, for the question below and for the check (the imports added name no Horovod).
+    result = _parsed_result(new.code) if check else None
+    if _remaining_hvd(result.index if result else NodeIndex(new), uses.hvd | uses.horovod):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
         transformer = transformer_for(True)
-        new = original.module.visit(transformer)
+        new = _with_imports(original.module.visit(transformer), transformer.imports)
+        result = _parsed_result(new.code) if check else None
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
             uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
                                    if line else "", "a Horovod use remains that was not recognised (the module "
                                    "itself returned or passed on: its import is kept)" if line else
                                    "a Horovod use remains that was not recognised"))
-    context = CodemodContext()
-    for module_name, obj, asname in sorted(transformer.imports, key=lambda i: (i[1] is not None, i)):
-        AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
-    if transformer.imports:
-        new = _with_imports(new, context)
     changes = sorted(transformer.changes, key=lambda c: c.line)
-    flags = uses.flags + (checked_flags(source, new.code, uses.flags, original) if check else [])
+    flags = uses.flags + (checked_flags(source, new.code, uses.flags, original, result) if check else [])
     # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
     # the module's `dist`, with the same module (compare/migrate/passed_on.py).
     renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
