@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
@@ -17,7 +20,25 @@ class HorovodToDDP(RayRewrites, SparkRewrites, ExpressionRewrites, StatementRewr
     """Pass 2: apply the plan of HorovodUses. The imports are rewritten here; the expressions and the
     statements are the parts it is made of."""
 
+    # The Spark front-end's leaves (to_ddp_spark.py) run on what the others returned for the same node.
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        return _then(self.leave_spark_call, original, super().leave_Call(original, updated))
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                                  ) -> cst.BaseStatement | cst.FlattenSentinel | cst.RemovalSentinel:
+        return _then(self.leave_runner_statement, original, super().leave_SimpleStatementLine(original, updated))
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        return _then(self.leave_spark_result, original, super().leave_Subscript(original, updated))
+
     def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        return _then(self.leave_spark_import, original, self._horovod_import(original, updated))
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom,
+                         ) -> cst.ImportFrom | cst.RemovalSentinel:
+        return _then(self.leave_spark_import, original, self._horovod_import_from(original, updated))
+
+    def _horovod_import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
         if original not in self.uses.hvd_imports or any(f.line == self.uses.line(original) for f in self.uses.flags):
             return updated
         names = [get_full_name_for_node(a.name) for a in original.names]
@@ -35,8 +56,8 @@ class HorovodToDDP(RayRewrites, SparkRewrites, ExpressionRewrites, StatementRewr
             return cst.RemoveFromParent()
         return updated
 
-    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom,
-                         ) -> cst.ImportFrom | cst.RemovalSentinel:
+    def _horovod_import_from(self, original: cst.ImportFrom, updated: cst.ImportFrom,
+                             ) -> cst.ImportFrom | cst.RemovalSentinel:
         if original in self.uses.hvd_imports and not any(f.line == self.uses.line(original) for f in self.uses.flags):
             if self.keep_hvd_import:
                 self.need("torch.distributed", asname="dist")
@@ -56,3 +77,8 @@ class HorovodToDDP(RayRewrites, SparkRewrites, ExpressionRewrites, StatementRewr
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return updated.with_changes(names=kept)
         return updated
+
+
+def _then(leave: Callable[[Any, Any], Any], original: cst.CSTNode, result: Any) -> Any:
+    """leave(original, result) where the first leave kept a node (not a removal or a flattened list)."""
+    return leave(original, result) if isinstance(result, cst.CSTNode) else result

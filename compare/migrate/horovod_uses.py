@@ -74,8 +74,17 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             self.flag(node, category, f"from {module} import ...: not migrated; rewrite with "
                                       "`import horovod.torch as hvd`")
 
-    # every use
+    # every use: the parts' visits of the same node first (Spark's front-end names, Ray's calls and strings)
+    def visit_Name(self, node: cst.Name) -> None:
+        self.visit_spark_use(node)
+        super().visit_Name(node)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.visit_environment_string(node)
+        super().visit_SimpleString(node)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.visit_spark_use(node)
         parent = self.parents[node]
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return  # only the outermost of hvd.a.b
@@ -99,6 +108,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             self.flag(node, "unrecognised", f"hvd.{name} used other than as a call: rewrite it by hand")
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.visit_ray_call(node)
         if m.matches(node.func, m.Attribute(attr=m.Name("commit"))):
             self.commit_calls.append(node)
         self._model_preconditions(node)

@@ -17,7 +17,7 @@ from compare.migrate.migration import Change
 from compare.migrate.syntax import parameter_names, shortened
 
 
-class RewriteBase(m.MatcherDecoratableTransformer):
+class RewriteBase(cst.CSTTransformer):
     """The plan of pass 1, where the model is wrapped, and what the rewrite changed, adds and imports."""
 
     # Set by the repository's driver (compare/migrate/migrate_tree.py) before the walk:

@@ -2,14 +2,13 @@
 horovod.spark.run result goes, an np that is an expression is bound once before its statement, and the front-end's
 import becomes TorchDistributor's (see uses_spark.py).
 
-Its leaves are matcher-decorated (`@m.leave`): they run after the class's own leave_Call and leave_Import, on what
-those returned.
+HorovodToDDP calls its leaves after its own leave_Call, leave_SimpleStatementLine, leave_Subscript and
+leave_Import(From), on what those returned.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from compare.migrate import notes
 from compare.migrate.horovod_api import SPARK_DISTRIBUTOR
@@ -25,7 +24,6 @@ class SparkRewrites(RewriteBase):
         super().__init__(*args, **kwargs)
         self.distributor_imported = False  # the first removed front-end import became TorchDistributor's
 
-    @m.leave(m.Call())
     def leave_spark_call(self, original: cst.Call, updated: cst.BaseExpression) -> cst.BaseExpression:
         plan = self.uses.distributor_plans.get(id(original))
         if plan is None:
@@ -38,7 +36,6 @@ class SparkRewrites(RewriteBase):
             self.note(original, after, note)
         return parse_expr(plan.code)
 
-    @m.leave(m.SimpleStatementLine())
     def leave_runner_statement(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                                ) -> cst.SimpleStatementLine:
         """`runner_np = <np>` goes before the statement that makes the HorovodRunner, with its comments above it
@@ -54,14 +51,12 @@ class SparkRewrites(RewriteBase):
         self.expand[id(bare)] = (bare, [first, *(bare if s is updated else s for s in out)])
         return bare
 
-    @m.leave(m.Subscript())
     def leave_spark_result(self, original: cst.Subscript, updated: cst.BaseExpression) -> cst.BaseExpression:
         if id(original) not in self.uses.dropped_subscripts or not isinstance(updated, cst.Subscript):
             return updated
         self.note(original, self.uses.module.code_for_node(original.value), notes.SPARK_RUN_RESULT)
         return updated.value
 
-    @m.leave(m.Import() | m.ImportFrom())
     def leave_spark_import(self, original: cst.Import | cst.ImportFrom, updated: cst.Import | cst.ImportFrom,
                            ) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
         uses = self.uses

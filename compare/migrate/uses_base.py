@@ -7,14 +7,13 @@ class each, composed by HorovodUses: each keeps its own records, and all read th
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from compare.migrate.migration import Flag
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import dotted_name, shortened
 
 
-class UsesBase(m.MatcherDecoratableVisitor):
+class UsesBase(cst.CSTVisitor):
     """The script, its Horovod names and the records of its Horovod uses; the flags of what needs a person."""
 
     def __init__(self, parsed: Parsed):

@@ -91,15 +91,13 @@ class RayUses(UsesBase):
                 return full + name[len(bound):]
         return None
 
-    @m.visit(m.Call())
-    def _ray_call(self, node: cst.Call) -> None:
+    def visit_ray_call(self, node: cst.Call) -> None:
         if self.ray_name(node.func):
             self.ray_calls.append(node)
         elif isinstance(node.func, cst.Attribute):
             self.method_calls.append(node)
 
-    @m.visit(m.SimpleString())
-    def _horovod_environment(self, node: cst.SimpleString) -> None:
+    def visit_environment_string(self, node: cst.SimpleString) -> None:
         if node.evaluated_value in HOROVOD_ENVIRONMENT:
             self.horovod_environment.append(node)
 

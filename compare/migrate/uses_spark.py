@@ -9,7 +9,7 @@ a new name, before its statement: `runner_np = -args.num_proc`, then `num_proces
 rewrite turns it into one for torchrun, which TorchDistributor starts. The estimator API (TorchEstimator,
 Store ...), run_elastic and the options with no counterpart stay, flagged.
 
-Its visits are matcher-decorated (`@m.visit`), so they run beside HorovodUses' own visit_Call and visit_Name.
+HorovodUses calls its visit of a name (visit_spark_use) before its own visit of the same node.
 """
 
 from __future__ import annotations
@@ -99,7 +99,6 @@ class SparkUses(UsesBase):
                      if name == bound or name.startswith(bound + ".")), None)
 
     # every use
-    @m.visit(m.Attribute() | m.Name())
     def visit_spark_use(self, node: cst.Attribute | cst.Name) -> None:
         parent = self.parents[node]
         if isinstance(parent, cst.Attribute) and (parent.value is node or parent.attr is node):
