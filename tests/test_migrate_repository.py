@@ -10,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import libcst as cst
 import pytest
 import torch
 from helpers import ROOT
+from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
 
 from compare.__main__ import main as compare_main
 from compare.migrate.migrate_tree import migrate_tree
@@ -291,6 +293,30 @@ def test_the_launch_is_decided_from_what_the_migration_read(tmp_path):
     assert decide(facts, ["--num-proc", "2"]).mode == "api" and decide(facts, []).mode == "cli"
     plain = migrate_tree(Repository.read(tmp_path), entry="run.py").launch_facts()
     assert plain.horovod_runs == () and decide(plain, []).mode == "cli"
+
+
+def _qualified(repo: Path, path: str, code: str) -> set[str]:
+    """LibCST's fully qualified names of the first node in `path` whose code is `code`."""
+    root = repo.resolve()
+    files = [str(p) for p in root.rglob("*.py")]
+    wrapper = FullRepoManager(str(root), files, {FullyQualifiedNameProvider}).get_metadata_wrapper_for_path(
+        str(root / path))
+    names = wrapper.resolve(FullyQualifiedNameProvider)
+    return next({q.name for q in found} for node, found in names.items()
+                if isinstance(node, (cst.Attribute, cst.Name)) and wrapper.module.code_for_node(node) == code)
+
+
+def test_libcst_resolves_horovod_only_where_a_file_imports_it_itself():
+    """docs/architecture.md says why the migration resolves Horovod's names itself (normalize.py, passed_on.py)
+    rather than through FullyQualifiedNameProvider: these are its three examples. A LibCST that follows them
+    fails this test, and the choice is worth weighing again."""
+    repos = ROOT / "examples" / "repos"
+    assert _qualified(repos / "wrapper_module", "utils/distributed.py", "hvd.allreduce") == {"horovod.torch.allreduce"}
+    assert _qualified(repos / "package_entry", "tinynet/train.py", "hvd.rank") == {
+        "tinynet.train.main.<locals>.hvd.rank"}
+    assert _qualified(repos / "package_entry", "tinynet/train.py", "hvd.init") == {"tinynet.train.hvd.init"}
+    assert not any(name.startswith("horovod") for name in _qualified(
+        repos / "plugin_backend", "backends/horovod_backend.py", "self.backend_module.init"))
 
 
 def test_the_map_of_the_migration_names_every_module_and_only_those():
