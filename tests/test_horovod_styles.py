@@ -55,6 +55,19 @@ def test_a_dual_mode_script_is_verified_under_horovodrun_and_torchrun(dual):
         assert read_meta(out / "verify" / side)["world_size"] == 2
 
 
+def test_the_verify_shows_step_times_for_both_sides(dual):
+    """Every --verify times the optimizer steps on both sides (the rank tag's step hooks) and says what one launch
+    each can and cannot tell."""
+    _, result = dual
+    out = result.stdout
+    for side in ("horovod", "ddp"):
+        assert re.search(rf"^  {side}: step times from the optimizer step hooks: \d+ optimizer steps on each of 2 "
+                         r"ranks .*median [\d.]+ ms over \d+ steps after 5 warm-up$", out, re.MULTILINE), out
+    assert re.search(r"^speed: median step time Horovod [\d.]+ ms, DDP [\d.]+ ms \(one launch each.*Horovod/DDP "
+                     r"[\d.]+$", out, re.MULTILINE), out
+    assert "speed: no verdict from 1 round of launches" in out or "no reliable speed verdict" in out, out
+
+
 def test_with_num_proc_the_script_starts_its_own_workers_on_both_sides(tmp_path, horovod_built):
     result = verify(DUAL, tmp_path, script_args=("--epochs", "1", "--num-proc", "2"))
     assert "under python (horovod.run) and dual_launch_ddp.py under python (torch.multiprocessing.spawn)" \

@@ -29,7 +29,6 @@ from compare.verify.verify import rank_tag_module
 from workload.record_format import CONTENTION_RECORD
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
-STYLES = ROOT / "examples" / "horovod_styles"
 BENCHMARK = CORPUS / "synthetic_throughput.py"
 
 
@@ -305,19 +304,6 @@ def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, ho
         assert low > 1 and high > low, verdict
     else:
         assert verdict.startswith(("no clear difference at np 2", "no reliable speed verdict at np 2")), verdict
-
-
-@pytest.mark.slow
-def test_mnist_style_verify_shows_step_times_for_both_sides(tmp_path, horovod_built):
-    result = ok(_verify(STYLES / "dual_launch.py", tmp_path, ["--epochs", "1"], "--allow-partial"))
-    out = result.stdout
-    assert re.search(r"^parity holds: ", out, re.MULTILINE), out
-    for side in ("horovod", "ddp"):
-        assert re.search(rf"^  {side}: step times from the optimizer step hooks: \d+ optimizer steps on each of 2 "
-                         r"ranks .*median [\d.]+ ms over \d+ steps after 5 warm-up$", out, re.MULTILINE), out
-    assert re.search(r"^speed: median step time Horovod [\d.]+ ms, DDP [\d.]+ ms \(one launch each.*Horovod/DDP "
-                     r"[\d.]+$", out, re.MULTILINE), out
-    assert "speed: no verdict from 1 round of launches" in out or "no reliable speed verdict" in out, out
 
 
 STEPS_WITHOUT_A_LAUNCHER = """\
