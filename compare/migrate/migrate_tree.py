@@ -181,8 +181,8 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         # The longest files first, a few at a time: no worker is left with a long file while the others idle.
         order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            done = dict(zip(order, pool.map(_rewrite, [jobs[i] for i in order], chunksize=2), strict=True))
-        results = [done[i] for i in range(len(jobs))]
+            by_job = dict(zip(order, pool.map(_rewrite, [jobs[i] for i in order], chunksize=2), strict=True))
+        results = [by_job[i] for i in range(len(jobs))]
     else:
         results = [_rewrite(job) for job in jobs]
     files = []

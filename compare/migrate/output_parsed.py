@@ -12,7 +12,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, Scope, ScopeProvider
 
-from compare.migrate.syntax import shortened
+from compare.migrate.syntax import NoAttributeHooks, shortened
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Finding:
     why: str
 
 
-class NodeIndex(cst.CSTVisitor):
+class NodeIndex(NoAttributeHooks, cst.CSTVisitor):
     """One walk of a tree: each node's parent, and the nodes of each type in the order LibCST visits them (what
     m.findall returns), so that a question about the tree is a lookup instead of another walk of it."""
 
@@ -48,13 +48,6 @@ class NodeIndex(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self._open.pop()
         self._span[id(original_node)] = (self._span[id(original_node)][0], self._walked)
-
-    # No visit_<Node>_<attribute> methods here: skip LibCST's look-up of them for every attribute of every node.
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        pass
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        pass
 
     def findall(self, matcher: m.BaseMatcherNode | m.OneOf, within: cst.CSTNode | None = None,
                 ) -> list[cst.CSTNode]:

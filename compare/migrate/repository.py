@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.syntax import NoAttributeHooks
 from workload.errors import UsageError
 
 # Directories that hold no code of the repository's own (environments, caches, builds, version control).
@@ -175,7 +176,7 @@ def imported_modules(module: cst.Module, own_name: str) -> dict[str, set[str]]:
     return found
 
 
-class _ImportStatements(cst.CSTVisitor):
+class _ImportStatements(NoAttributeHooks, cst.CSTVisitor):
     """Every import statement of a module, at any depth, in order: a walk of the statements alone (an import is
     never inside an expression), which is what makes it cheaper than m.findall's walk of every node."""
 
@@ -196,11 +197,4 @@ class _ImportStatements(cst.CSTVisitor):
         return not isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement))
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        pass
-
-    # No visit_<Node>_<attribute> methods here: skip LibCST's look-up of them for every attribute of every node.
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        pass
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         pass

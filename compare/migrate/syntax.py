@@ -9,6 +9,18 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate.horovod_api import LIGHTNING_PACKAGES
 
 
+class NoAttributeHooks:
+    """For a LibCST visitor or transformer (put before its base) that has no visit_<Node>_<attribute> or
+    leave_<Node>_<attribute> method: LibCST would otherwise look one up by name for every attribute of every node
+    it walks."""
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+
 def shortened(code: str, limit: int = 100) -> str:
     text = " ".join(code.strip().split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

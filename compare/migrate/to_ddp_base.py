@@ -14,10 +14,10 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate.added_helpers import HELPER_IMPORTS, HELPERS
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change
-from compare.migrate.syntax import parameter_names, shortened
+from compare.migrate.syntax import NoAttributeHooks, parameter_names, shortened
 
 
-class RewriteBase(cst.CSTTransformer):
+class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
     """The plan of pass 1, where the model is wrapped, and what the rewrite changed, adds and imports."""
 
     # Set by the repository's driver (compare/migrate/migrate_tree.py) before the walk:
@@ -49,14 +49,6 @@ class RewriteBase(cst.CSTTransformer):
         self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt else None
         self.wrap_function = uses.enclosing_function(self.wrap_stmt) if self.wrap_stmt is not None else None
         self.function_depth: list[cst.FunctionDef] = []
-
-    # No visit_<Node>_<attribute> or leave_<Node>_<attribute> methods in pass 2: skip LibCST's look-up of them, and
-    # of their matchers, for every attribute of every node it walks.
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        pass
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        pass
 
     # bookkeeping
     def note(self, original: cst.CSTNode, after: str, note: str) -> None:

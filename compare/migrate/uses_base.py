@@ -10,10 +10,10 @@ import libcst as cst
 
 from compare.migrate.migration import Flag
 from compare.migrate.output_parsed import Parsed
-from compare.migrate.syntax import dotted_name, shortened
+from compare.migrate.syntax import NoAttributeHooks, dotted_name, shortened
 
 
-class UsesBase(cst.CSTVisitor):
+class UsesBase(NoAttributeHooks, cst.CSTVisitor):
     """The script, its Horovod names and the records of its Horovod uses; the flags of what needs a person."""
 
     def __init__(self, parsed: Parsed):
@@ -44,14 +44,6 @@ class UsesBase(cst.CSTVisitor):
         self.init_calls: list[cst.Call] = []
         self.amp_initialize_stmts: list[cst.SimpleStatementLine] = []  # apex: DDP goes after these
         self.frozen_models: set[str] = set()  # models some of whose parameters get requires_grad off
-
-    # No visit_<Node>_<attribute> or leave_<Node>_<attribute> methods in pass 1: skip LibCST's look-up of them, and
-    # of their matchers, for every attribute of every node it walks.
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        pass
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        pass
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
