@@ -86,7 +86,7 @@ def test_spark_run_becomes_torch_distributor_and_the_function_becomes_ddp():
         "return {name: tensor.detach().clone() for name, tensor in model.module.state_dict().items()}"]
     compile(code, "spark_horovod_run_ddp.py", "exec")
     by_note = {change.note: change for change in migration.changes}
-    assert by_note[notes.SPARK_RUN].line == 63 and by_note[notes.SPARK_RUN_RESULT].before == "results[0]"
+    assert by_note[notes.SPARK_RUN].line == 64 and by_note[notes.SPARK_RUN_RESULT].before == "results[0]"
     assert by_note[notes.SPARK_IMPORT].before == "import horovod.spark"
     assert notes.SPARK_DROPPED in by_note and notes.SPARK_GPU_OFF in by_note  # use_gloo=True, no CUDA
     report = render(migration, "spark_horovod_run.py", "spark_horovod_run_ddp.py")

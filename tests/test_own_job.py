@@ -81,6 +81,21 @@ def test_the_built_ins_follow_the_protocol():
     assert sum(p.numel() for p in WORKLOADS["digits"].make_model(data).parameters()) > 0
 
 
+def test_the_digits_are_sklearns_read_without_importing_sklearn():
+    # Each worker would otherwise pay sklearn's import (about 1 s of CPU); the data must stay load_digits()'s.
+    from sklearn.datasets import load_digits as sklearns
+
+    from workload.digits import load_digits
+
+    expected, digits = sklearns(), load_digits()
+    for field in ("data", "images", "target"):
+        ours, theirs = getattr(digits, field), getattr(expected, field)
+        assert ours.dtype == theirs.dtype and (ours == theirs).all(), field
+    probe = ("import sys; from workload.workloads import WORKLOADS; data = WORKLOADS['digits'].make_data(None, None);"
+             "print(len(data.train) + len(data.test), 'sklearn' in sys.modules)")
+    assert ok(run([sys.executable, "-c", probe], timeout=120)).stdout.split() == [str(len(expected.data)), "False"]
+
+
 def test_a_plugin_by_file_and_by_module_is_the_same_workload(monkeypatch):
     by_file = load_workload(EXAMPLE)
     assert by_file.name == EXAMPLE and by_file.lr == 0.2 and "digits" in by_file.summary

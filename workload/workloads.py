@@ -180,7 +180,7 @@ def mlp_model(data: Datasets) -> nn.Module:
 # --- digits: scikit-learn's handwritten digits (ships inside the package) ---------------------------
 
 def digits(settings: DataSettings) -> Datasets:
-    from sklearn.datasets import load_digits
+    from workload.digits import load_digits  # scikit-learn's file, without sklearn's import in every worker
 
     bunch = load_digits()
     x = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0  # 1797 x 1 x 8 x 8

@@ -11,8 +11,9 @@ import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
 from apex import amp
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--batch-size", type=int, default=32)

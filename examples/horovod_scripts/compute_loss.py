@@ -10,10 +10,10 @@ import os
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
 import recorder
+from workload.digits import load_digits
 
 
 class Classifier(nn.Module):

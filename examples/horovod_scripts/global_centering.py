@@ -11,10 +11,10 @@ import os
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
 import recorder
+from workload.digits import load_digits
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--batch-size", type=int, default=32)

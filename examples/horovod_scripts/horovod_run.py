@@ -10,10 +10,10 @@ import horovod
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
 import recorder
+from workload.digits import load_digits
 
 
 def train(lr, epochs, seed, run_dir):

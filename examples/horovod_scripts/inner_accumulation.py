@@ -12,10 +12,10 @@ import os
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
 import recorder
+from workload.digits import load_digits
 
 parser = argparse.ArgumentParser(description="Horovod digits example with sub-batch accumulation")
 parser.add_argument("--batch-size", type=int, default=16, help="input batch size for training")

@@ -15,8 +15,9 @@ import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
 from pytorch_lightning import Callback, LightningModule, Trainer
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 
 # Training settings
 parser = argparse.ArgumentParser(description="PyTorch Lightning digits example")

@@ -9,10 +9,10 @@ import os
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
 import recorder
+from workload.digits import load_digits
 
 parser = argparse.ArgumentParser(description="Horovod digits example")
 parser.add_argument("--batch-size", type=int, default=32, help="input batch size for training")

@@ -20,8 +20,9 @@ from pyspark.ml.linalg import Vectors
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sql
 from pyspark.sql.types import DoubleType
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 
 
 class DigitNet(nn.Module):

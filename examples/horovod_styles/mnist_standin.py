@@ -12,7 +12,8 @@ import types
 
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
+
+from workload.digits import load_digits
 
 TRAIN_SIZE = 1536
 

@@ -13,8 +13,9 @@ import ray
 import torch
 import torch.nn.functional as F
 from horovod.ray import RayExecutor
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 
 
 def train_fn(lr, steps, seed, batch_size=32):

@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 from ray.train import ScalingConfig
 from ray.train.horovod import HorovodConfig, HorovodTrainer
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 
 
 def train_func(config):

@@ -12,8 +12,9 @@ import horovod.torch as hvd
 import torch
 import torch.nn.functional as F
 from pyspark.sql import SparkSession
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 
 
 def train(lr, epochs, batch_size, seed):

@@ -14,8 +14,9 @@ def train_hvd(learning_rate=0.02, epochs=2, batch_size=32, seed=0):
     import horovod.torch as hvd
     import torch
     import torch.nn.functional as F
-    from sklearn.datasets import load_digits
     from torch import nn
+
+    from workload.digits import load_digits
 
     hvd.init()
     torch.manual_seed(seed)

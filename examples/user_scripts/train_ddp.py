@@ -9,13 +9,13 @@ import argparse
 
 import torch
 import torch.distributed as dist
-from sklearn.datasets import load_digits
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 import recorder  # recorder
+from workload.digits import load_digits
 
 
 def parse_args() -> argparse.Namespace:

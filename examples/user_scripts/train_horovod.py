@@ -10,13 +10,13 @@ import argparse
 
 import horovod.torch as hvd
 import torch
-from sklearn.datasets import load_digits
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 from torch.utils.tensorboard import SummaryWriter
 
 import recorder  # recorder
+from workload.digits import load_digits
 
 
 def parse_args() -> argparse.Namespace:

@@ -11,8 +11,9 @@ import torch.distributed as dist
 import torch
 import torch.nn.functional as F
 from apex import amp
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 import os
 from torch.nn.parallel import DistributedDataParallel as DDP
 

@@ -11,10 +11,10 @@ import os
 import torch.distributed as dist
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
 
 import recorder
+from workload.digits import load_digits
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 

@@ -14,8 +14,9 @@ import tempfile
 import torch
 import torch.nn.functional as F
 from pytorch_lightning import Callback, LightningModule, Trainer
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 import os
 
 # Training settings

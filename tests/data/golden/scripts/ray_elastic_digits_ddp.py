@@ -17,10 +17,11 @@ import ray
 import torch
 import torch.nn.functional as F
 from horovod.ray import ElasticRayExecutor
-from sklearn.datasets import load_digits
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
+
+from workload.digits import load_digits
 import ray.train
 import ray.train.torch
 import torch.distributed as dist

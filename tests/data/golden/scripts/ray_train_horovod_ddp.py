@@ -11,8 +11,9 @@ import argparse
 import ray
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 import ray.train
 import ray.train.torch
 import tempfile

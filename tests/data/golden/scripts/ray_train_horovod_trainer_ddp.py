@@ -13,8 +13,9 @@ import ray.train
 import torch
 import torch.nn.functional as F
 from ray.train import ScalingConfig
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 import ray.train.torch
 from ray.train.torch import TorchConfig, TorchTrainer
 

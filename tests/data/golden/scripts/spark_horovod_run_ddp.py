@@ -12,8 +12,9 @@ import torch.distributed as dist
 import torch
 import torch.nn.functional as F
 from pyspark.sql import SparkSession
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 

@@ -13,8 +13,9 @@ import argparse
 import torch.distributed as dist
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch import nn
+
+from workload.digits import load_digits
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.distributed.algorithms.join import Join
 
