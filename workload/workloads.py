@@ -28,6 +28,7 @@ from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
 from workload.builtin import PLUGIN_FORMS, SUMMARIES
+from workload.digits import load_digits
 from workload.errors import UsageError
 
 DATA_SEED = 1234  # fixed: the task is the same for every run seed
@@ -180,8 +181,6 @@ def mlp_model(data: Datasets) -> nn.Module:
 # --- digits: scikit-learn's handwritten digits (ships inside the package) ---------------------------
 
 def digits(settings: DataSettings) -> Datasets:
-    from workload.digits import load_digits  # scikit-learn's file, without sklearn's import in every worker
-
     bunch = load_digits()
     x = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0  # 1797 x 1 x 8 x 8
     y = torch.tensor(bunch.target, dtype=torch.long)
