@@ -167,12 +167,12 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
         raise LossLogError(f"--on-restart {on_restart!r}: one of {', '.join(ON_RESTART)}")
     if rank < 0:
         raise LossLogError(f"--rank {rank}: ranks count from 0")
-    named = names is not None and names.given()
-    if named and train:
+    by_name = names is not None and names.given()
+    if by_name and train:
         raise LossLogError("--regex and the --*-field options both say where the loss is: give one of them")
     trains, evals = compile_patterns(train, evaluation, step_from)
     formats = [Format("--regex", train, "as printed", "")] if train else list(FORMATS)
-    if named:  # the named keys, by the rules of fields.py, in place of the formats
+    if by_name:  # the named keys, by the rules of fields.py, in place of the formats
         formats = [Format("fields", named_pattern(names), "key", "", parse=FieldLines, stateful=True)]
         trains = [re.compile(formats[0].train)]
     pieces = split_pieces(text)
@@ -186,7 +186,7 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
     mine, prefixed = rank_pieces(pieces, matching, rank, where)
     chosen = next((i for i in range(len(trains)) if any(i in matching[id(piece)] for piece in mine)), None)
     if chosen is None:
-        if named:
+        if by_name:
             raise LossLogError(f"{where}: no line has the key {names.loss or 'loss'!r} (--loss-field) with a step")
         raise LossLogError(f"{where}: no training loss found (no line matches " + (
             "--regex)" if train else f"a known format: {', '.join(f.name for f in FORMATS)}, in docs/own-job.md, "
