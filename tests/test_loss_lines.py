@@ -362,3 +362,11 @@ def test_the_field_options_name_the_keys_of_a_text_log(tmp_path, capsys):
                          "nothing"]) == 2
     err = capsys.readouterr().err
     assert "no line has the key 'nothing' (--loss-field) with a step" in err and err.count("\n") == 1
+
+
+def test_a_loss_key_without_a_step_is_refused_in_one_line(tmp_path, capsys):
+    source = tmp_path / "train.log"
+    source.write_text("final loss: 0.5\nfinal loss: 0.4\n")
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "train.log:1: a loss but no step on the line ('final loss: 0.5')" in err and err.count("\n") == 1

@@ -134,28 +134,19 @@ class FieldLines:
     def _row(self, cells: list[str]) -> tuple[dict | None, dict | None]:
         assert self.columns is not None
         values = {name: Value(cell) for name, cell in zip(self.columns, cells, strict=True) if _numeric(cell)}
-        evals = self._table_evals(values)
-        train, _ = self._line({k: v for k, v in values.items() if k not in evals.get("_columns", ())}, None)
-        evals.pop("_columns", None)
-        return train, evals or None
+        read = self._table_evals()
+        evals = {name: float(values[column].text) for name, column in read.items() if column in values}
+        train, _ = self._line({k: v for k, v in values.items() if k not in read.values()}, None)
+        return train, ({**evals, "keys": read} if evals else None)
 
-    def _table_evals(self, values: dict[str, Value]) -> dict:
-        """A table's validation columns, and its metric columns when it has a validation loss (fastai's)."""
-        evals: dict = {}
-        loss = self.names.eval_loss or next((c for c in EVAL_LOSS_COLUMNS if c in (self.columns or ())), None)
-        accuracy = self.names.eval_accuracy or (next((c for c in ACCURACY_KEYS + tuple(f"val_{a}" for a in
-                                                                                      ACCURACY_KEYS)
-                                                      if c in (self.columns or ())), None) if loss else None)
-        used = []
-        for name, column in (("eval_loss", loss), ("eval_accuracy", accuracy)):
-            if column is not None and column in values:
-                evals[name] = float(values[column].text)
-                used.append(column)
-        if evals:
-            evals["_columns"] = tuple(used)
-            evals["keys"] = {name: column for name, column in (("eval_loss", loss), ("eval_accuracy", accuracy))
-                             if column}
-        return evals
+    def _table_evals(self) -> dict[str, str]:
+        """The table's evaluation columns: its validation loss, and its accuracy when it has a validation loss
+        (fastai's metrics are the validation set's); named ones first."""
+        columns = self.columns or []
+        loss = self.names.eval_loss or next((c for c in EVAL_LOSS_COLUMNS if c in columns), None)
+        accuracies = (*ACCURACY_KEYS, *(f"val_{a}" for a in ACCURACY_KEYS))
+        accuracy = self.names.eval_accuracy or (next((c for c in accuracies if c in columns), None) if loss else None)
+        return {name: column for name, column in (("eval_loss", loss), ("eval_accuracy", accuracy)) if column}
 
     def _line(self, values: dict[str, Value], where: dict | None) -> tuple[dict | None, dict | None]:
         if where is not None and where["mode"] == "eval":

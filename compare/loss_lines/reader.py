@@ -198,6 +198,10 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
     log = LossLog(pattern=regex.pattern, prefixed=prefixed, ranks=tuple(named), world_size=world, format=fmt.name,
                   on_restart=on_restart)
     events, unread, log.keys = _events(mine, fmt, regex, evals if evaluation else None, step_from, where, names)
+    if fmt.stateful and not any(event.kind == "train" for event in events):
+        first = next(piece for piece in mine if regex.search(piece.text))
+        raise LossLogError(f"{where}:{first.line}: a loss but no step on the line ({first.text.strip()[:60]!r}): "
+                           "name the step's key with --step-field, or give --regex")
     record_events(log, events, step_from, batch, where, fmt.bar)
     if unread:
         log.notes.append(f"{len(unread)} line(s) look like evaluations but match no evaluation pattern, left out "
