@@ -43,7 +43,7 @@ CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)
                    r"(?<![\w.:])(?:\d+ days?, )?\d{1,3}(?::\d{2}){1,2}(?:[.,]\d+)?(?![\w.:])")  # 0:01:23, 00:04
 # "Epoch(train) [2][ 50/400]", "Train: 0 [ 600/1251 ( 48%)]", "Iter(val) [ 50/100]", "Test: [  7/7]"
 COUNTER = re.compile(r"(?:(?P<word>[A-Za-z]+)(?:\((?P<mode>[A-Za-z]+)\))?:?\s*)?"
-                     r"(?:\[\s*(?P<bracketed>\d+)\s*\]|(?P<epoch>\d+))?\s*"
+                     r"(?:\[\s*(?P<bracketed>\d+)\s*\]|(?<![\d.])(?P<epoch>\d+))?\s*"
                      r"\[\s*(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*(?:\(\s*[\d.]+\s*%\s*\))?\s*\]")
 # "loss: 2.05", "total_loss=2.0", "iter 19", "Loss: 3.41 (4.02)" (a running mean), "max_mem: 2644M", "lm loss: 2.3"
 PAIR = re.compile(rf"(?<!{KEY_CHARS})(?P<key>[A-Za-z]{KEY_CHARS}*?(?: [A-Za-z]{KEY_CHARS}*?)*?)(?:\s*[:=]\s*|\s+)"
