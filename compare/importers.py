@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compare.analysis.rounding import coarsest, printed_units
-from compare.loss_lines import LossLogError, read_loss_log
+from compare.loss_lines import FieldNames, LossLogError, read_loss_log
 from workload.record_format import SCHEMA_VERSION
 
 FORMATS = ("tensorboard", "csv", "jsonl", "text", "mlflow")
@@ -322,14 +322,18 @@ def _flat_keys(entry: dict, prefix: str = "") -> list[str]:
 
 def read_text(text: str, path: Path, fields: Fields) -> Series:
     """One rank's loss lines (compare/loss_lines/: launcher prefixes, glued lines, epoch counters)."""
+    # --step-field's default "step" leaves the step to the rules (a step key is the first they try)
+    names = FieldNames(loss=fields.loss, step=None if fields.step == "step" else fields.step, lr=fields.lr,
+                       eval_loss=fields.eval_loss, eval_accuracy=fields.eval_accuracy)
     try:
         log = read_loss_log(text, train=fields.regex, evaluation=fields.eval_regex, rank=fields.rank,
                             step_from=fields.step_from, where=str(path), batch=fields.batch,
-                            on_restart=fields.on_restart)
+                            on_restart=fields.on_restart, names=names)
     except LossLogError as exc:
         raise LogFormatError(str(exc)) from None
+    keys = {f"{name}_key": key for name, key in log.keys.items()}  # fields.py: which key became which value
     series = Series(fields={"format": log.format, "regex": log.pattern, "steps": log.step_rule,
-                            "rank": str(fields.rank)}, repeated=log.repeated, notes=log.notes,
+                            "rank": str(fields.rank), **keys}, repeated=log.repeated, notes=log.notes,
                     restarts=[{"step": r.step, "line": r.spot, "steps_printed_again": r.again, "through": r.through}
                               for r in log.restarts], on_restart=log.on_restart)
     series.steps, series.evals = log.steps, log.evals

@@ -293,3 +293,80 @@ def test_a_runs_closing_summary_is_not_a_step():
 def test_a_nan_printed_again_is_the_same_value_not_two_writers():
     got = losses("step 1 loss 0.5\nstep 2 loss nan\nstep 2 loss nan\nTrain done: step 2 loss nan")
     assert sorted(got) == [1, 2] and math.isnan(got[2])
+
+
+# ---- issue 53: lines read by rule (compare/loss_lines/fields.py), without a regex ----
+
+@pytest.mark.parametrize("text", [
+    "iter: 5  loss_cls: 0.8  total_loss: 2.0  loss_box_reg: 0.7  max_mem: 2644M\niter: 6  total_loss: 1.5",
+    "iter=5, loss_rpn=0.1, total_loss=2.0, lr=0.01\niter=6, total_loss=1.5",  # key=value between commas
+    "iter 5\ttotal_loss 2.0\tloss_cls 0.8\niter 6\ttotal_loss 1.5",  # key value between tabs
+    "| iter: 5 | loss_cls: 0.8 | total_loss: 2.0 |\n| iter: 6 | total_loss: 1.5 |",  # pipes
+])
+def test_key_value_lines_in_every_spelling_take_the_loss_by_rule_never_a_component(text):
+    log = read_loss_log(text)
+    assert log.format == "fields" and losses(text) == {5: 2.0, 6: 1.5}
+    assert log.keys == {"loss": "total_loss", "step": "iter"}
+
+
+def test_the_loss_is_the_first_of_the_stated_keys_and_never_its_running_mean():
+    assert losses("iter: 1  train_loss: 0.7  loss: 0.5\niter: 2  loss: 0.4") == {1: 0.5, 2: 0.4}  # loss first
+    timm = "Train: 0 [   0/20 (  5%)]  Loss: 1.55 (1.55)  LR: 1.0e-01\nTrain: 0 [   5/20 ( 30%)]  Loss: 1.08 (1.39)"
+    assert losses(timm) == {1: 1.55, 6: 1.08}  # the batch's value, not the mean in parentheses
+
+
+def test_dates_and_times_are_never_counters():
+    """MMEngine's "12/05 10:12:00" was taken for Keras' "12/20" counter: the import stopped on a repeated step."""
+    text = "\n".join(f"12/05 10:12:0{i} - mmengine - INFO - Epoch(train) [{e}][{i * 5:>2}/10]  lr: 1.0e-02  "
+                     f"eta: 0:00:0{i}  loss: {e + i / 10}  loss_cls: 0.5" for e in (1, 2) for i in (1, 2))
+    log = read_loss_log(text)
+    assert log.format == "fields" and losses(text) == {5: 1.1, 10: 1.2, 15: 2.1, 20: 2.2}
+    assert log.step_rule == "epoch and batch counter on a grid of 10 batches per epoch, from 1"
+
+
+def test_a_counter_from_0_printed_after_its_interval_is_shifted_and_no_other():
+    assert sorted(losses("iter: 19  total_loss: 2\niter: 39  total_loss: 1\niter: 49  total_loss: 0.5")) == [20, 40,
+                                                                                                          50]
+    assert sorted(losses("iter: 20  total_loss: 2\niter: 40  total_loss: 1")) == [20, 40]
+    assert sorted(losses("iter: 1  total_loss: 2\niter: 11  total_loss: 1\niter: 21  total_loss: 1")) == [1, 11, 21]
+
+
+def test_a_table_is_read_by_column_name_its_validation_columns_as_evaluations():
+    table = ("epoch     train_loss  valid_loss  accuracy  time    \n0         0.759857    0.482940    0.898438  00:02\n"
+             "\r Epoch 2/2 : |####| 100.00% [20/20 00:00<00:00]\r\r1         0.558308    0.369067    0.937500  00:01\n")
+    log = read_loss_log(table)
+    assert losses(table) == {0: 0.759857, 1: 0.558308} and not log.notes
+    assert log.evals == {0: {"eval_loss": 0.48294, "eval_accuracy": 0.898438},
+                         1: {"eval_loss": 0.369067, "eval_accuracy": 0.9375}}
+    without_validation = "epoch  train_loss  accuracy\n0  0.75  0.9\n1  0.55  0.95"  # a training accuracy
+    assert read_loss_log(without_validation).evals == {}
+
+
+def test_an_evaluation_lines_running_mean_is_the_evaluation_at_its_last_line():
+    text = ("Train: 0 [   0/2 ( 50%)]  Loss: 1.5 (1.5)\nTrain: 0 [   1/2 (100%)]  Loss: 1.2 (1.35)\n"
+            "Test: [   0/1]  Loss:   0.900 ( 0.900)  Acc@1:  50.000 ( 50.000)\n"
+            "Test: [   1/1]  Loss:   0.700 ( 0.800)  Acc@1:  70.000 ( 60.000)\n")
+    log = read_loss_log(text)
+    assert losses(text) == {1: 1.5, 2: 1.2} and log.evals == {2: {"eval_loss": 0.8, "eval_accuracy": 60.0}}
+
+
+def test_the_field_options_name_the_keys_of_a_text_log(tmp_path, capsys):
+    source = tmp_path / "train.log"
+    source.write_text("".join(f"it={s} objective={1 / s} rate=0.1 holdout={2 / s}\n" for s in range(1, 6)))
+    out = tmp_path / "out"
+    assert compare_main(["import", "text", str(source), "--out", str(out), "--loss-field", "objective",
+                         "--step-field", "it", "--lr-field", "rate", "--eval-loss-field", "holdout"]) == 0
+    assert "the loss from the key 'objective', the step from the key 'it'" in capsys.readouterr().out
+    assert [(s["step"], s["loss"], s["lr"]) for s in read_steps(out)] == [(s, 1 / s, 0.1) for s in range(1, 6)]
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "no"), "--loss-field",
+                         "nothing"]) == 2
+    err = capsys.readouterr().err
+    assert "no line has the key 'nothing' (--loss-field) with a step" in err and err.count("\n") == 1
+
+
+def test_a_loss_key_without_a_step_is_refused_in_one_line(tmp_path, capsys):
+    source = tmp_path / "train.log"
+    source.write_text("final loss: 0.5\nfinal loss: 0.4\n")
+    assert compare_main(["import", "text", str(source), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "train.log:1: a loss but no step on the line ('final loss: 0.5')" in err and err.count("\n") == 1

@@ -48,6 +48,8 @@ def main(ns: argparse.Namespace) -> int:
     every = meta["imported"]["steps_logged_every"]
     print(f"imported {len(steps)} steps (steps {steps[0]['step']}-{steps[-1]['step']}) and "
           f"{len(lines) - len(steps)} evaluations from {ns.source} into {ns.out}")
+    if ns.format == "text":
+        print(read_as(series.fields))
     for step, first, kept in series.repeated[:3]:
         print(f"python -m compare: note: step {step} was logged again with another loss ({first:.6g}, then "
               f"{kept:.6g}; the last is kept): a restarted run, or a counter that restarts (give the regex an "
@@ -65,3 +67,15 @@ def main(ns: argparse.Namespace) -> int:
         print(f"python -m compare: note: the log has a loss every {every or 'irregular number of'} steps; "
               "compare check judges the steps that both sides logged", file=sys.stderr)
     return 0
+
+
+def read_as(fields: dict[str, str]) -> str:
+    """Which format, key and counter a text log was read by, in one line."""
+    if "loss_key" not in fields:
+        return f"read as {fields['format']}; steps: {fields['steps']}"
+    evals = [f"{name} from {fields[f'{name}_key']!r}" for name in ("eval_loss", "eval_accuracy")
+             if f"{name}_key" in fields]
+    step = fields.get("step_key", "the order of the lines")
+    return (f"read as {fields['format']}: the loss from the key {fields['loss_key']!r}, the step from "
+            f"{step if step.startswith('the ') else 'the key ' + repr(step)} ({fields['steps']})"
+            + (f"; {', '.join(evals)}" if evals else ""))

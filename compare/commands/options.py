@@ -307,9 +307,10 @@ OPTIONS: tuple[Opt, ...] = (
         type=int),
     opt("--option", help="an option of the run, recorded in run.json (repeatable), e.g. lr=0.05", commands="import",
         action="append", default=[], metavar="KEY=VALUE"),
-    opt("--step-field", help="CSV column or JSON key of the step", commands="import", group=FIELDS, default="step"),
-    opt("--loss-field", help="column, key or scalar tag of the training loss (default: one named loss, train_loss, "
-                             "train/loss...)", commands="import", group=FIELDS),
+    opt("--step-field", help="CSV column, JSON key or text log key of the step (a text log's default: its step key "
+                             "or counter, by rule)", commands="import", group=FIELDS, default="step"),
+    opt("--loss-field", help="column, key (a text log's too) or scalar tag of the training loss (default: one named "
+                             "loss, train_loss, train/loss...)", commands="import", group=FIELDS),
     opt("--lr-field", help="column, key or tag of the learning rate", commands="import", group=FIELDS),
     opt("--eval-loss-field", help="column, key or tag of an evaluation loss", commands="import", group=FIELDS),
     opt("--eval-accuracy-field", help="column, key or tag of an evaluation accuracy", commands="import",

@@ -4,6 +4,7 @@ whose regex matches a line of the rank is used; docs/own-job.md ("Text logs") li
 
 from __future__ import annotations
 
+from compare.loss_lines.fields import FIELDS_TRAIN, FieldLines
 from compare.loss_lines.key_value import KEY_VALUE_EVAL, KEY_VALUE_TRAIN, key_values
 from compare.loss_lines.structured import json_line, mllog, python_dict
 from compare.loss_lines.tokens import EPOCH_TRAIN, GENERIC_TRAIN, LOSS, NUMBER, STEP, Format
@@ -17,8 +18,9 @@ FORMATS: tuple[Format, ...] = (
     Format("progress-bar", rf"(?i)(?:epoch\s*(?P<epoch>\d+)\s*:\s*)?\d+%\|[^|]*\|\s*(?P<step>\d+)/(?P<total>\d+)\s*"
                            rf"\[[^\]]*?{LOSS}=(?P<loss>{NUMBER})", "epoch grid", "tqdm_bar.log", bar=True),
     # Keras: "Epoch 1/3" then "20/20 - 1s - 51ms/step - accuracy: 0.68 - loss: 0.8830 - val_loss: 0.49"
-    Format("keras", rf"^\s*(?P<step>\d+)/(?P<total>\d+)\s.*?{LOSS}:\s*(?P<loss>{NUMBER})", "epoch grid",
-           "keras_fit_v2.log", context=r"^\s*Epoch (?P<epoch>\d+)/\d+\s*$", bar=True),
+    # (a date "12/05 10:12:00" is no counter)
+    Format("keras", rf"^\s*(?P<step>\d+)/(?P<total>\d+)(?!/|\s+\d{{1,2}}:\d{{2}})\s.*?{LOSS}:\s*(?P<loss>{NUMBER})",
+           "epoch grid", "keras_fit_v2.log", context=r"^\s*Epoch (?P<epoch>\d+)/\d+\s*$", bar=True),
     # nanoGPT: "iter 10: loss 3.2345, time 123.45ms, mfu 1.23%"; "step 250: train loss 2.1, val loss 2.2"
     Format("nanogpt", rf"^\s*iter (?P<step>{STEP}): loss (?P<loss>{NUMBER})", "as printed", "nanogpt.log",
            evals=(rf"^\s*step (?P<step>\d+): train loss {NUMBER}, val loss (?P<eval_loss>{NUMBER})",)),
@@ -33,5 +35,9 @@ FORMATS: tuple[Format, ...] = (
     # 10 / 20 loss=2.31, ..., num_updates=10, lr=0.0001, loss_scale=128" (key_value.py)
     Format("key-value", KEY_VALUE_TRAIN, "key", "megatron.log", parse=key_values, evals=(KEY_VALUE_EVAL,)),
     Format("step-loss", GENERIC_TRAIN, "as printed", "logging_timestamps.log"),
+    # by rule, not by format (fields.py): key-value lines (timm's "Train: 0 [ 600/1251 ( 48%)]  Loss: 3.41 (4.02)",
+    # MMEngine's "Epoch(train) [2][ 50/400]  lr: ...  loss: 2.05  loss_cls: ...", Detectron2's "iter: 19
+    # total_loss: 2.011  loss_cls: ..."), and tables with a header row (fastai's "epoch  train_loss  valid_loss")
+    Format("fields", FIELDS_TRAIN, "key", "mmengine_train.log", parse=FieldLines, stateful=True),
 )
 DEFAULT_TRAIN = tuple(f.train for f in FORMATS)  # the first that matches a line of the rank is used

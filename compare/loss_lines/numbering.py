@@ -17,6 +17,7 @@ class Numbering:
     order: frozenset = frozenset()  # keys without a counter: numbered by their place
     notes: tuple[str, ...] = ()
     as_printed: bool = False        # steps are the printed numbers (an evaluation's own step can be used)
+    shift: int = 0                  # added to a printed step: 1 for a counter that counts from 0 (evaluations too)
 
 
 def numbering(keys: list[tuple], step_from: str, batch: int | None, where: str) -> Numbering:
@@ -33,6 +34,11 @@ def numbering(keys: list[tuple], step_from: str, batch: int | None, where: str) 
     if unnumbered:
         return Numbering({}, "the lines have no step: numbered in order from 1", unnumbered)
     if any(key[0] is None for key in keys):
+        interval = _zero_based_interval([key[1] for key in keys])
+        if interval:
+            return Numbering({key: key[1] + 1 for key in keys}, f"as printed + 1, a counter from 0: every value "
+                             f"printed is one less than a multiple of {interval}, the logging interval",
+                             as_printed=True, shift=1)
         return Numbering({key: key[1] for key in keys}, "as printed", as_printed=True)
     first = min(key[0] for key in keys)
     totals = {key[2] for key in keys}
@@ -55,6 +61,17 @@ def numbering(keys: list[tuple], step_from: str, batch: int | None, where: str) 
     return Numbering({key: (key[0] - first) * length + key[1] // stride + 1 for key in keys},
                      f"epoch and counter on a grid: counter / {stride} (its stride), {length} per epoch, from 1",
                      notes=(note,))
+
+
+def _zero_based_interval(counters: list[int]) -> int | None:
+    """The logging interval of a counter from 0 printed after each interval's last iteration (Detectron2's
+    "iter: 19", "iter: 39": iterations 0-19 done): every value one less than a multiple of an interval of 5 or
+    more, and none 0; None for any other counter."""
+    printed = sorted(set(counters))
+    if len(printed) < 2 or printed[0] == 0:
+        return None
+    interval = reduce(math.gcd, (c + 1 for c in printed))
+    return interval if interval >= 5 and reduce(math.gcd, printed) < interval else None
 
 
 def _counts_samples(keys: list[tuple]) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from compare.loss_lines.fields import FieldLines, FieldNames, named_pattern
 from compare.loss_lines.formats import DEFAULT_TRAIN, FORMATS
 from compare.loss_lines.prefixes import Piece, rank_pieces, split_pieces, unglued
 from compare.loss_lines.recording import ON_RESTART, Event, LossLog, record_events
@@ -66,27 +67,32 @@ def _shape(text: str) -> str:
 
 
 def _events(mine: list[Piece], fmt: Format, regex: re.Pattern, evals: re.Pattern | None, step_from: str,
-            where: str) -> tuple[list[Event], list[str]]:
-    """The rank's training and evaluation events in the order printed, and the evaluation-looking lines that
-    nothing read (for a note)."""
+            where: str, names: FieldNames | None = None) -> tuple[list[Event], list[str], dict[str, str]]:
+    """The rank's training and evaluation events in the order printed, the evaluation-looking lines that
+    nothing read (for a note), and the keys the first training line and evaluation were read from."""
     events: list[Event] = []
     unread: list[str] = []
+    used: dict[str, str] = {}
     epoch = None  # from a context line (Keras' "Epoch 1/3")
     own_evals = [re.compile(text) for text in fmt.evals] if evals is None else []
     context = re.compile(fmt.context) if fmt.context else None
+    parse = fmt.parse(names) if fmt.stateful and fmt.parse else fmt.parse
     for piece in mine:
         spot, text = f"{where}:{piece.line}", piece.text
         if context and (found := context.search(text)):
             epoch = int(found["epoch"])
             continue
         train, evaluation = None, None
-        if (found := regex.search(text)) is not None:
-            if fmt.parse:
-                train, evaluation = fmt.parse(text)
+        if fmt.stateful or (found := regex.search(text)) is not None:
+            if parse:
+                train, evaluation = parse(text)
                 if train is not None:  # a structured line's step key, when it has one; else its place
+                    for name, key in train.pop("keys", {}).items():
+                        used.setdefault(name, key)
                     step = train.pop("step", None)
                     counter = as_integer(step, spot) if step is not None and step_from == "log" else None
-                    train["key"] = (None, counter, None, None)
+                    line_epoch, total = train.pop("epoch", None), train.pop("total", None)
+                    train["key"] = (line_epoch if step_from == "log" else None, counter, total, None)
             else:
                 train = _train_values(found, regex, fmt, epoch, step_from, spot)
         if train is not None:
@@ -97,10 +103,14 @@ def _events(mine: list[Piece], fmt: Format, regex: re.Pattern, evals: re.Pattern
             evaluation = _evaluation(text, evals, own_evals, fmt, spot)
         if evaluation:
             step = evaluation.pop("step", None)
-            events.append(Event("eval", evaluation, spot, (piece.line, piece.repaint), () if step is None else (step,)))
-        elif train is None and LOOKS_LIKE_EVAL.search(text):
+            for name, key in evaluation.pop("keys", {}).items():
+                used.setdefault(name, key)
+            running = evaluation.pop("running", False)
+            events.append(Event("eval", evaluation, spot, (piece.line, piece.repaint), () if step is None else (step,),
+                                running=running))
+        elif train is None and evaluation is None and LOOKS_LIKE_EVAL.search(text):  # {}: read, nothing in it
             unread.append(f"{spot} {text.strip()[:60]!r}")
-    return events, unread
+    return events, unread, used
 
 
 def _train_values(found: re.Match, regex: re.Pattern, fmt: Format, epoch: int | None, step_from: str,
@@ -126,7 +136,7 @@ def _evaluation(text: str, evals: re.Pattern | None, own: list[re.Pattern], fmt:
         return _eval_values(found, spot) if found else None
     for regex in own:
         if found := regex.search(text):
-            if fmt.parse:
+            if fmt.parse and not fmt.stateful:
                 return fmt.parse(text)[1]
             values = _eval_values(found, spot)
             if "step" in regex.groupindex:
@@ -144,20 +154,27 @@ def _evaluation(text: str, evals: re.Pattern | None, own: list[re.Pattern], fmt:
 
 def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None = None, rank: int = 0,
                   step_from: str = "log", where: str = "the log", batch: int | None = None,
-                  on_restart: str = "keep-last") -> LossLog:
+                  on_restart: str = "keep-last", names: FieldNames | None = None) -> LossLog:
     """Rank `rank`'s training losses (and evaluations) from a log. Raises LossLogError with one line.
 
     `batch`: the samples one rank's batch has, to put a counter of samples (the MNIST examples' [N/M]) on the
     optimizer steps; without it such a counter is put on its own logging interval. `on_restart`: which values
-    the steps a resumed run prints again keep, "keep-last" or "keep-first" (recording.py)."""
+    the steps a resumed run prints again keep, "keep-last" or "keep-first" (recording.py). `names`: the keys
+    (or table columns) of the loss, step, lr and evaluations, read by fields.py instead of any format."""
     if step_from not in STEP_FROM:
         raise LossLogError(f"--step-from {step_from!r}: one of {', '.join(STEP_FROM)}")
     if on_restart not in ON_RESTART:
         raise LossLogError(f"--on-restart {on_restart!r}: one of {', '.join(ON_RESTART)}")
     if rank < 0:
         raise LossLogError(f"--rank {rank}: ranks count from 0")
+    by_name = names is not None and names.given()
+    if by_name and train:
+        raise LossLogError("--regex and the --*-field options both say where the loss is: give one of them")
     trains, evals = compile_patterns(train, evaluation, step_from)
     formats = [Format("--regex", train, "as printed", "")] if train else list(FORMATS)
+    if by_name:  # the named keys, by the rules of fields.py, in place of the formats
+        formats = [Format("fields", named_pattern(names), "key", "", parse=FieldLines, stateful=True)]
+        trains = [re.compile(formats[0].train)]
     pieces = split_pieces(text)
     # which training patterns each piece matches, computed once: a log can have a million lines
     matching = {id(piece): {i for i, r in enumerate(trains) if r.search(piece.text)} for piece in pieces}
@@ -169,16 +186,22 @@ def read_loss_log(text: str, *, train: str | None = None, evaluation: str | None
     mine, prefixed = rank_pieces(pieces, matching, rank, where)
     chosen = next((i for i in range(len(trains)) if any(i in matching[id(piece)] for piece in mine)), None)
     if chosen is None:
+        if by_name:
+            raise LossLogError(f"{where}: no line has the key {names.loss or 'loss'!r} (--loss-field) with a step")
         raise LossLogError(f"{where}: no training loss found (no line matches " + (
             "--regex)" if train else f"a known format: {', '.join(f.name for f in FORMATS)}, in docs/own-job.md, "
-            "'Text logs'); give --regex"))
+            "'Text logs'); give --regex, or name the keys with --loss-field and --step-field"))
     regex, fmt = trains[chosen], formats[chosen]
     if not fmt.parse:  # structured lines are not cut: a glued JSON line fails to parse and is left out
         mine = [part for piece in mine for part in unglued(piece, [regex, evals if evaluation else
                                                                     re.compile(DEFAULT_EVAL)])]
     log = LossLog(pattern=regex.pattern, prefixed=prefixed, ranks=tuple(named), world_size=world, format=fmt.name,
                   on_restart=on_restart)
-    events, unread = _events(mine, fmt, regex, evals if evaluation else None, step_from, where)
+    events, unread, log.keys = _events(mine, fmt, regex, evals if evaluation else None, step_from, where, names)
+    if fmt.stateful and not any(event.kind == "train" for event in events):
+        first = next(piece for piece in mine if regex.search(piece.text))
+        raise LossLogError(f"{where}:{first.line}: a loss but no step on the line ({first.text.strip()[:60]!r}): "
+                           "name the step's key with --step-field, or give --regex")
     record_events(log, events, step_from, batch, where, fmt.bar)
     if unread:
         log.notes.append(f"{len(unread)} line(s) look like evaluations but match no evaluation pattern, left out "

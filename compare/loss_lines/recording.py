@@ -41,6 +41,7 @@ class LossLog:
     notes: list[str] = field(default_factory=list)           # what was read differently or left out, one line each
     restarts: list[Restart] = field(default_factory=list)   # where a run without rank prefixes resumed
     on_restart: str = "keep-last"                            # which values a resumed run's steps keep
+    keys: dict[str, str] = field(default_factory=dict)       # the keys read (fields.py): loss, step, eval_loss...
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Event:
     line: tuple[int, int]  # (physical line, repaint): a bar's repaints share the line, not the repaint
     key: tuple = ()        # training: (epoch, counter, total) as printed; evaluation: (step,) when printed
     shape: str = ""        # the line with its numbers blanked: another kind of line has another shape
+    running: bool = False  # an evaluation's running mean: its later lines refine it (several lines, one value)
 
 
 def record_events(log: LossLog, events: list[Event], step_from: str, batch: int | None, where: str,
@@ -73,7 +75,7 @@ def record_events(log: LossLog, events: list[Event], step_from: str, batch: int 
     skipping = False              # keep-first: the line before was left out, and its evaluation goes too
     for event, step in placed:
         if event.kind == "eval":
-            own = event.key[0] if event.key and steps_of.as_printed else None
+            own = event.key[0] + steps_of.shift if event.key and steps_of.as_printed else None
             if skipping or (own is not None and ceiling is not None and own <= ceiling):
                 continue
             _record_eval(log, event, own if own is not None else last_step)
@@ -147,7 +149,7 @@ def _record_eval(log: LossLog, event: Event, step: int | None) -> None:
         log.notes.append(f"{event.spot}: an evaluation printed before any training line is left out")
         return
     earlier = log.evals.get(step)
-    if earlier and not log.prefixed and not event.key and any(
+    if earlier and not log.prefixed and not event.key and not event.running and any(
             k in earlier and not (earlier[k] == v or _same(earlier[k], v)) for k, v in event.values.items()):
         raise LossLogError(several_writers(event.spot, f"the evaluation after step {step}", earlier, event.values))
     log.evals[step] = {**(earlier or {}), **event.values}

@@ -50,6 +50,7 @@ class Format:
     values or None) and the regex only marks candidates. `steps` says how the step is numbered:
       "as printed" - the step group; "epoch grid" - a counter from the epoch's start on a grid (numbering.py);
       "order" - the lines numbered 1, 2, 3...; "key" - a step key of the structured line, else the order.
+    `stateful`: `parse` is called with the named keys (fields.FieldNames) and returns the line reader.
     `context` is a line that sets the epoch of the following ones (Keras' "Epoch 1/3"); `evals` its own
     evaluation lines, tried before the Test set line and the evaluation tokens (val_loss, eval_accuracy...)."""
 
@@ -61,6 +62,9 @@ class Format:
     parse: Callable[[str], tuple[dict | None, dict | None]] | None = None
     context: str | None = None
     bar: bool = False  # a progress bar: a counter of 0 has trained nothing yet, its postfix is stale
+    # `parse` makes a reader of the rank's lines (given the keys named on the command line), which sees every
+    # line, not only the regex's candidates: a table's rows follow its header (fields.py)
+    stateful: bool = False
 
 
 def as_number(text: str, where: str, what: str) -> float:

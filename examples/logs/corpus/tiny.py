@@ -47,3 +47,11 @@ def dump(name: str, steps: dict, evals: dict | None = None, **extra: object) -> 
     body = {"steps": {str(k): clean(v) for k, v in steps.items()},
             "evals": {str(k): {m: clean(x) for m, x in v.items()} for k, v in (evals or {}).items()}, **extra}
     (HERE / f"{name}.expected.json").write_text(json.dumps(body, indent=1) + "\n")
+
+
+def declare_torchvision_ops() -> None:
+    """For the capture scripts whose tool imports torchvision (timm, mmengine): the torchvision on PyPI is a
+    CUDA build whose operators cannot load beside a CPU torch, and its import then registers fake kernels for
+    two operators that do not exist; declaring their schemas first lets it import. Nothing here uses them."""
+    for op in ("nms", "qnms"):
+        torch.library.define(f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
