@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from compare.commands.cli import entry_point, parse
+from compare.commands.cli import chosen_command, entry_point, parse
+from compare.install import not_installed
 from compare.names import EXIT_INTERRUPTED, EXIT_USAGE
 from workload.errors import UsageError
 
@@ -21,9 +22,15 @@ def bad_input(exc: Exception) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        ns = parse(sys.argv[1:] if argv is None else argv)
+        ns = parse(argv)
         return entry_point(ns)(ns)
+    except ModuleNotFoundError as exc:  # the light install (migrate alone) running another command
+        if (line := not_installed(exc, chosen_command(argv))) is None:
+            raise
+        print(f"python -m compare: error: {line}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:
         if not bad_input(exc):
             raise
