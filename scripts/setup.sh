@@ -81,7 +81,7 @@ if [ "$mode" = --if-stale ]; then
     if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$(stamp)" ]; then
         exit 0
     fi
-    echo "set-up missing or stale: running scripts/setup.sh with torch $TORCH_VERSION${EXTRAS:+, extras $EXTRAS} (about 6 minutes the first time; docs/setup.md)"
+    echo "set-up missing or stale: running scripts/setup.sh with torch $TORCH_VERSION${EXTRAS:+, extras $EXTRAS} (6 to 9 minutes the first time on 2 cores; docs/setup.md)"
 fi
 
 # --- Prerequisites --------------------------------------------------------------------------------------
