@@ -148,14 +148,16 @@ enabled_units() {  # every unit enabled at boot: systemd's .wants links and SysV
 }
 leave_disabled() {  # UNIT: not started at boot, not running
     if found systemctl; then
-        $sudo_cmd systemctl disable --quiet "$1" >/dev/null 2>&1 || true
-        [ -d /run/systemd/system ] && $sudo_cmd systemctl stop "$1" >/dev/null 2>&1
+        $sudo_cmd systemctl disable --quiet "$1" >/dev/null 2>&1 || true  # its SysV start links too
     else
         $sudo_cmd deb-systemd-helper disable "$1.service" >/dev/null 2>&1 || true
-        [ -x "/etc/init.d/$1" ] && $sudo_cmd update-rc.d "$1" disable >/dev/null 2>&1
+        $sudo_cmd update-rc.d "$1" disable >/dev/null 2>&1 || true
     fi
-    [ ! -d /run/systemd/system ] && [ -x "/etc/init.d/$1" ] && $sudo_cmd service "$1" stop >/dev/null 2>&1
-    return 0
+    if [ -d /run/systemd/system ]; then
+        $sudo_cmd systemctl stop "$1" >/dev/null 2>&1 || true
+    elif [ -x "/etc/init.d/$1" ]; then
+        $sudo_cmd "/etc/init.d/$1" stop >/dev/null 2>&1 || true
+    fi
 }
 apt_install() {  # PACKAGE...
     local before policy=/usr/sbin/policy-rc.d made_policy=no unit added
