@@ -1,4 +1,5 @@
-"""python -m compare: run Horovod and DDP under identical conditions and report parity and speed.
+"""python -m compare (or hvd-compare, pyproject.toml's console script): run Horovod and DDP under identical
+conditions and report parity and speed.
 
 Each command's options are declared in compare/commands/options.py, which the parser (compare/commands/cli.py)
 is derived from; the command's module is imported only to run it. The exit statuses are compare/names.py's.

@@ -2,9 +2,10 @@
 `hvd-compare migrate` with no torch there; the comparison's commands and `migrate --verify` say in one line what
 they lack.
 
-Marked slow although it starts no launcher: making the environment and installing the project with its three
-dependencies (from the package index pip is configured with) took 45-90 s here, too long for the first stage
-of `make test`, which runs in parallel in about two minutes. One environment serves the whole file."""
+The tests of the install are marked slow although they start no launcher: making the environment and installing
+the project with its three dependencies (from the package index pip is configured with) took 45-90 s here, too
+long for the first stage of `make test`, which runs in parallel in about two minutes. One environment serves
+them all."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
-
-pytestmark = pytest.mark.slow
 
 # What the Dockerfile copies too: the project as a package, without the tests, examples and results.
 PROJECT = ("pyproject.toml", "README.md", "workload", "hvd_impl", "native_impl", "compare", "recorder")
@@ -53,6 +52,7 @@ def run(light: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_no_torch_there(light, tmp_path):
     probe = subprocess.run([str(light / "python"), "-c", "import torch"], cwd=tmp_path, env=clean_env(),
                            capture_output=True, text=True, timeout=120)
@@ -60,6 +60,7 @@ def test_no_torch_there(light, tmp_path):
     assert (light / "hvd-compare").is_file()
 
 
+@pytest.mark.slow
 def test_hvd_compare_migrates_a_repository(light, tmp_path):
     out = tmp_path / "trainer_ddp"
     result = run(light, "migrate", str(REPOSITORY), "-o", str(out), cwd=tmp_path)
@@ -70,6 +71,7 @@ def test_hvd_compare_migrates_a_repository(light, tmp_path):
     assert (out / "MIGRATION.md").is_file()
 
 
+@pytest.mark.slow
 def test_verify_says_in_one_line_what_it_needs(light, tmp_path):
     """Refused before anything is written: the migration alone would have been written otherwise."""
     out = tmp_path / "trainer_ddp"
@@ -80,9 +82,19 @@ def test_verify_says_in_one_line_what_it_needs(light, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["check", "a", "b"], ["run", "--np", "1", "--steps", "2", "--out", "results"]])
 def test_the_comparisons_commands_say_what_they_need(light, tmp_path, args):
     result = run(light, *args, cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert f"error: {args[0]} needs " in result.stderr and "the `compare` extra" in result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_only_a_comparison_module_is_turned_into_one_line():
+    """Any other missing module (a user's workload importing what is not there) keeps its traceback."""
+    from compare.install import not_installed
+
+    line = not_installed(ModuleNotFoundError("No module named 'scipy.stats'", name="scipy.stats"), "check")
+    assert line is not None and line.startswith("check needs scipy, which is not installed here")
+    assert not_installed(ModuleNotFoundError("No module named 'my_plugin'", name="my_plugin"), "run") is None
