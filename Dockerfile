@@ -91,7 +91,7 @@ RUN set -eu; \
     horovodrun --check-build
 
 # mpi4py compiled against the system Open MPI (the one Horovod uses), then the project itself (last:
-# a change to the project's code rebuilds only that).
+# a change to the project's code rebuilds only that), with its `compare` extra: the comparison's dependencies.
 RUN pip install --constraint /tmp/constraints.txt --no-binary mpi4py mpi4py \
     && python -c "import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; \
 print('mpi4py', mpi4py.__version__, 'on', MPI.Get_library_version().splitlines()[0])"
@@ -101,7 +101,7 @@ COPY hvd_impl /src/hvd_impl
 COPY native_impl /src/native_impl
 COPY compare /src/compare
 COPY recorder /src/recorder
-RUN pip install --no-binary mpi4py /src \
+RUN pip install --no-binary mpi4py "/src[compare]" \
     && python -c "import compare, hvd_impl, native_impl, workload"
 
 # What the runtime never uses (about 200 MB): torch's C++ headers (for compiling extensions; Horovod's

@@ -1,13 +1,13 @@
 # The commands a user types. Everything runs inside the project's virtual environment (.venv).
 # `make compare` and `make test` run the set-up first when it is missing or stale (scripts/setup.sh --if-stale:
-# Open MPI, OpenSSH, Slurm, munge and PMIx from Debian packages, torch, the patched Horovod build, the project;
-# docs/setup.md); `make setup` runs it unconditionally.
+# Open MPI and OpenSSH from Debian packages, torch, the patched Horovod build, the project; docs/setup.md);
+# `make setup` runs it unconditionally.
+# The set-up's choices are variables, given once and kept (its stamp records them): `make setup EXTRAS=slurm`
+# (Debian's Slurm, munge and PMIx, for the Slurm tests, which skip without them), EXTRAS=ray,spark (Ray Train,
+# pyspark: compare migrate of Horovod jobs run through Ray or Spark), TORCH_VERSION=2.12.0. They are not
+# defined here: a variable left unset is what lets the set-up keep the recorded choice.
 PY ?= .venv/bin/python
 OUT ?= results/run
-# Optional extras for the set-up: `make setup EXTRAS=ray,spark` (Ray Train, pyspark: compare migrate of Horovod
-# jobs run through Ray or Spark, and their tests, which skip without them).
-EXTRAS ?=
-export EXTRAS
 
 .PHONY: setup ensure-setup compare test test-fast test-campaign lint clean docker-test
 

@@ -1,4 +1,5 @@
-"""python -m compare: run Horovod and DDP under identical conditions and report parity and speed.
+"""python -m compare (or hvd-compare, pyproject.toml's console script): run Horovod and DDP under identical
+conditions and report parity and speed.
 
 Each command's options are declared in compare/commands/options.py, which the parser (compare/commands/cli.py)
 is derived from; the command's module is imported only to run it. The exit statuses are compare/names.py's.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from compare.commands.cli import entry_point, parse
+from compare.commands.cli import chosen_command, entry_point, parse
+from compare.install import not_installed
 from compare.names import EXIT_INTERRUPTED, EXIT_USAGE
 from workload.errors import UsageError
 
@@ -21,9 +23,15 @@ def bad_input(exc: Exception) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        ns = parse(sys.argv[1:] if argv is None else argv)
+        ns = parse(argv)
         return entry_point(ns)(ns)
+    except ModuleNotFoundError as exc:  # the light install (migrate alone) running another command
+        if (line := not_installed(exc, chosen_command(argv))) is None:
+            raise
+        print(f"python -m compare: error: {line}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:
         if not bad_input(exc):
             raise

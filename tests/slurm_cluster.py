@@ -33,7 +33,7 @@ def unavailable() -> str | None:
     missing = [name for name in (*DAEMONS, "sbatch", "srun", "squeue", "scontrol", "scancel")
                if _find(name) is None]
     if missing:
-        return f"{', '.join(missing)} not found (scripts/setup.sh installs {PACKAGES})"
+        return f"{', '.join(missing)} not found (`make setup EXTRAS=slurm` installs {PACKAGES})"
     if os.geteuid() != 0:
         return "the private cluster runs its daemons as root (SlurmUser=root)"
     return None

@@ -43,11 +43,16 @@ def shown_commands() -> list[tuple[str, str]]:
                 elif language not in ("bash", "sh", "console"):
                     continue
                 if line and not line.startswith("#"):
-                    found.append((page.relative_to(ROOT).as_posix(), line))
+                    found.append((page.relative_to(ROOT).as_posix(), as_module(line)))
         prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
-        found += [(page.relative_to(ROOT).as_posix(), PROSE + span)
-                  for span in re.findall(r"`(python -m compare [^`]+)`", prose)]
+        found += [(page.relative_to(ROOT).as_posix(), PROSE + as_module(span))
+                  for span in re.findall(r"`((?:python -m compare|hvd-compare) [^`]+)`", prose)]
     return found
+
+
+def as_module(line: str) -> str:
+    """`hvd-compare ARGS` (the command pyproject.toml's [project.scripts] installs) is `python -m compare ARGS`."""
+    return re.sub(r"^hvd-compare ", "python -m compare ", line)
 
 
 def words(line: str) -> list[str]:
@@ -197,7 +202,8 @@ def test_the_readme_lists_every_exit_status():
 
 
 def test_the_readme_first_screen_holds_the_three_tasks():
-    first = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:42]
+    # Before you start (what the set-up needs, installs and takes), then the three tasks.
+    first = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:56]
     text = "\n".join(first)
     for command in ("make compare", "make test", "python -m compare migrate path/to/repo -o repo_ddp",
                     "python -m compare migrate train.py", "python -m compare run", "python -m compare check",
@@ -207,18 +213,21 @@ def test_the_readme_first_screen_holds_the_three_tasks():
 
 
 def test_the_torch_pin_follows_torch_version():
-    """pyproject.toml takes a range, so `pip install -e .` never replaces the torch Horovod was built for;
-    the set-up installs the project under torch==TORCH_VERSION and checks the torch that ends up installed."""
+    """The `compare` extra takes torch as a range, so installing the project never replaces the torch Horovod was
+    built for; the set-up installs the project with that extra under torch==TORCH_VERSION and checks the torch
+    that ends up installed. The project's own dependencies (the migration's) hold no torch at all."""
+    import tomllib
     from packaging.requirements import Requirement
 
-    dependencies = re.search(r"^dependencies = \[(.*?)\]", (ROOT / "pyproject.toml").read_text(),
-                             re.MULTILINE | re.DOTALL).group(1)
-    torch = next(Requirement(d) for d in re.findall(r'"([^"]+)"', dependencies) if d.startswith("torch"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if Requirement(d).name == "torch"]
+    torch = next(r for r in map(Requirement, project["optional-dependencies"]["compare"]) if r.name == "torch")
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    default = re.search(r"TORCH_VERSION=\$\{TORCH_VERSION:-([\d.]+)\}", setup).group(1)
+    default = re.search(r"^choose TORCH_VERSION torch ([\d.]+)$", setup, re.MULTILINE).group(1)
     assert "==" not in str(torch.specifier) and torch.specifier.contains(default)
     assert torch.specifier.contains("2.12.0")  # the README's example of another torch
-    assert 'echo "torch==$TORCH_VERSION" > "$constraint"' in setup and '-c "$constraint" -e' in setup
+    assert 'echo "torch==$TORCH_VERSION" > "$constraint"' in setup and '-c "$constraint" -e ".[$pip_extras]"' in setup
+    assert "pip_extras=compare,dev" in setup
     assert 'if [ "$torch_now" != "$torch_full" ]' in setup  # the installed torch is the one Horovod was built for
 
 

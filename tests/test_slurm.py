@@ -311,3 +311,25 @@ def test_a_slurm_job_aborted_at_exit_is_judged_by_its_records(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"status": "ok"}))
     (tmp_path / "metrics.jsonl").write_text("")
     assert aborted_after_the_work(log, job) and not aborted_after_the_work("step 3 loss 0.5\n", job)
+
+
+def test_without_slurm_the_tests_skip_and_say_how_to_get_it(tmp_path, monkeypatch):
+    """A developer's machine set up without the slurm extra: a skip that names it; under CI, a failure."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm command on it
+    reason = unavailable()
+    assert reason is not None and "sbatch" in reason and "`make setup EXTRAS=slurm` installs" in reason
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="EXTRAS=slurm"):
+        need(reason)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="EXTRAS=slurm"):
+        need(reason)
+
+
+def test_without_slurm_the_command_says_in_one_line_what_to_set_up(tmp_path):
+    result = subprocess.run(compare_command(tmp_path / "out", "--scheduler", "slurm", "--steps", "8"), cwd=ROOT,
+                            env=launch_env(PATH=str(tmp_path)), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "Slurm's sbatch, squeue, scontrol, scancel, srun not found on PATH" in result.stderr
+    assert "`make setup EXTRAS=slurm`" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compare.install import require_comparison
 from compare.loss_lines import LossLogError, compile_patterns
 from compare.migrate.migration import Flag, Migration
 from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
@@ -51,6 +52,8 @@ def _check_options(ns: argparse.Namespace) -> None:
         compile_patterns(ns.loss_regex, ns.eval_regex)
     except LossLogError as exc:
         raise UsageError(str(exc).replace("--regex", "--loss-regex")) from None
+    if ns.verify:
+        require_comparison("--verify")  # the light install migrates; running both sides needs the set-up
     _check_where(ns)
 
 

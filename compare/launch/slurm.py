@@ -87,7 +87,8 @@ class SlurmScheduler:
 def unavailable() -> str | None:
     """Why Slurm jobs cannot be submitted from here, or None."""
     missing = [name for name in ("sbatch", "squeue", "scontrol", "scancel", "srun") if shutil.which(name) is None]
-    return f"Slurm's {', '.join(missing)} not found on PATH" if missing else None
+    return (f"Slurm's {', '.join(missing)} not found on PATH: run it on a machine of a Slurm cluster (on this one, "
+            "`make setup EXTRAS=slurm` installs Debian's Slurm; docs/setup.md)") if missing else None
 
 
 @dataclass(frozen=True)
