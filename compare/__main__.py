@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from compare.commands.cli import entry_point, parse
-from compare.names import EXIT_INTERRUPTED, EXIT_USAGE
+from compare.names import Exit
 from workload.errors import UsageError
 
 
@@ -28,10 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         if not bad_input(exc):
             raise
         print(f"python -m compare: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     except KeyboardInterrupt:
         print("python -m compare: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return Exit.INTERRUPTED
 
 
 if __name__ == "__main__":
