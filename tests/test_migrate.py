@@ -71,11 +71,11 @@ MUST_CONTAIN = {
                              "        model.register_comm_hook(None, compression)",
                              "lr=0.01 * dist.get_world_size())", "printing = dist.get_rank() == 0",
                              "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))"],
-    "inner_accumulation": ["        passes = range(0, len(data), args.batch_size)\n        for i in passes:\n",
-                           "            with contextlib.nullcontext() if i == passes[-1] else model.no_sync():\n"
-                           "                loss.backward()\n",
-                           "loss.div_(math.ceil(float(len(data)) / args.batch_size))",
-                           "        # Gradient is applied across all ranks\n        optimizer.step()"],
+    "inner_accumulation": ["        passes = range(0, len(inputs), args.micro_batch)\n        for start in passes:\n",
+                           "            with contextlib.nullcontext() if start == passes[-1] else model.no_sync():\n"
+                           "                micro_loss.backward()",
+                           "labels[start:stop]) / backward_passes\n",
+                           "            step_loss += micro_loss.item()\n        optimizer.step()"],
 }
 GONE = ["synchronize", "skip_synchronize", "DistributedOptimizer"]  # attributes that must not remain
 
