@@ -21,16 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compare import defaults
 from compare.commands.arguments import frameworks, int_list, margin, precision, target, word_list
 from compare.commands.bench_settings import PARTS, QUICK, Settings
 from compare.defaults import (
     DDP_FORMS,
     DEFAULT_BUDGET_S,
+    DEFAULT_MARGINS,
     DEFAULT_PRECISION,
     DEFAULT_PRECISION_MANY,
     DEFAULT_ROUNDS,
     DEFAULT_SEEDS,
+    DEFAULT_TARGETS,
     DEFAULT_TIMED_S,
     DEFAULT_TIMEOUT,
     DEFAULT_WARMUP,
@@ -51,9 +52,9 @@ from workload.builtin import WORKLOAD_METAVAR
 
 # The analysis's defaults as --help shows them: "final_loss=2%, ..." and "digits eval_accuracy=0.9, ...".
 MARGINS_SHOWN = ", ".join(f"{name}={value * 100:g}%" if kind == "relative" else f"{name}={value:g}"
-                          for name, (kind, value) in defaults.DEFAULT_MARGINS.items())
+                          for name, (kind, value) in DEFAULT_MARGINS.items())
 TARGETS_SHOWN = ", ".join(f"{workload} {metric}={value:g}"
-                          for workload, (metric, value) in defaults.DEFAULT_TARGETS.items())
+                          for workload, (metric, value) in DEFAULT_TARGETS.items())
 
 ANALYSIS = "analysis (docs/parity.md)"
 TARGET = "time to target (docs/benchmarks.md)"
