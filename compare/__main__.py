@@ -11,7 +11,7 @@ import sys
 
 from compare.commands.cli import chosen_command, entry_point, parse
 from compare.install import not_installed
-from compare.names import EXIT_INTERRUPTED, EXIT_USAGE
+from compare.names import Exit
 from workload.errors import UsageError
 
 
@@ -31,15 +31,15 @@ def main(argv: list[str] | None = None) -> int:
         if (line := not_installed(exc, chosen_command(argv))) is None:
             raise
         print(f"python -m compare: error: {line}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     except Exception as exc:
         if not bad_input(exc):
             raise
         print(f"python -m compare: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     except KeyboardInterrupt:
         print("python -m compare: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return Exit.INTERRUPTED
 
 
 if __name__ == "__main__":

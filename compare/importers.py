@@ -20,10 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compare.analysis.rounding import coarsest, printed_units
+from compare.defaults import IMPORT_FORMATS as FORMATS
 from compare.loss_lines import FieldNames, LossLogError, read_loss_log
 from workload.record_format import SCHEMA_VERSION
 
-FORMATS = ("tensorboard", "csv", "jsonl", "text", "mlflow")
 LOSS_NAMES = ("loss", "train_loss", "train/loss", "loss/train", "training_loss", "Loss/train", "train_loss_step")
 
 

@@ -1,11 +1,11 @@
 """The names and numbers every part of `compare/` shares: the exit status and the parity outcome (each an enum
-with its words), the frameworks and their display names."""
+with its words), what starts a migrated script's workers, the frameworks and their display names."""
 
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
-from workload.errors import EXIT_USAGE as USAGE_EXIT
+from workload.errors import EXIT_USAGE
 from workload.optionspec import FRAMEWORK_NAMES
 
 
@@ -14,7 +14,7 @@ class Exit(IntEnum):
 
     OK = 0
     PARITY_FAILS = 1
-    USAGE = USAGE_EXIT  # the implementations exit 2 on bad input too (workload/errors.py)
+    USAGE = EXIT_USAGE  # the implementations exit 2 on bad input too (workload/errors.py)
     RUN_FAILED = 3
     UNDECIDED = 4
     DIFFERENT_JOBS = 5
@@ -38,16 +38,10 @@ _EXIT_WORDS = {
     Exit.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
-# The module-level names other modules import (plain ints to every caller: an IntEnum compares and exits as one).
-EXIT_OK, EXIT_PARITY_FAILS, EXIT_USAGE, EXIT_RUN_FAILED = Exit.OK, Exit.PARITY_FAILS, Exit.USAGE, Exit.RUN_FAILED
-EXIT_UNDECIDED, EXIT_DIFFERENT_JOBS, EXIT_NEEDS_A_PERSON = Exit.UNDECIDED, Exit.DIFFERENT_JOBS, Exit.NEEDS_A_PERSON
-EXIT_INTERRUPTED = Exit.INTERRUPTED
-EXIT_MEANINGS = {code: code.words for code in Exit}
-
 
 class Parity(StrEnum):
-    """The parity outcome of compare/analysis/judge.py. A StrEnum: equal to its value, so records that hold the
-    bare string ("holds") and code that compares with it read the same."""
+    """The parity outcome of compare/analysis/judge.py (ParityVerdict.outcome). A StrEnum: report.json holds its
+    value ("holds"), which Parity(text) reads back."""
 
     HOLDS = "holds"
     FAILS = "fails"
@@ -65,7 +59,15 @@ class Parity(StrEnum):
 
 _PARITY_EXIT = {Parity.HOLDS: Exit.OK, Parity.FAILS: Exit.PARITY_FAILS, Parity.UNDECIDED: Exit.UNDECIDED,
                 Parity.DIFFERENT_JOBS: Exit.DIFFERENT_JOBS}
-PARITY_EXIT = {outcome.value: outcome.exit for outcome in Parity}  # a judged outcome, as text, -> its exit status
+
+
+class LaunchedBy(StrEnum):
+    """What starts a Horovod script's workers, as its users run it (compare/verify/launch_mode.py decides), and so
+    what starts its migration's: the value is the word `compare migrate --launch-mode` takes."""
+
+    CLI = "cli"  # horovodrun, and torchrun for the migration
+    API = "api"  # the script itself: horovod.run (torch.multiprocessing.spawn), Ray, Spark
+
 
 FRAMEWORKS = tuple(FRAMEWORK_NAMES)  # the two sides of every comparison: ("horovod", "ddp")
 JUDGED = (*FRAMEWORKS, "reference")  # everything a comparison may hold records of

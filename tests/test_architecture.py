@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "workload": 0, "recorder": 0,
     "hvd_impl": 1, "native_impl": 1,
-    "compare.names": 2,
+    "compare.names": 2, "compare.defaults": 2,
     "compare.launch": 3, "compare.analysis": 3,
     "compare.render": 4,
     "compare": 5,  # commands, and the command-sized tools beside them (migrate, importers, k8s...)

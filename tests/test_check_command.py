@@ -95,15 +95,15 @@ def test_bad_input(tmp_path, args, message):
 def test_help_lists_every_registered_command_and_exit_status():
     """--help is generated: from the command registry and compare/names.py, so it cannot fall behind them."""
     from compare.commands.options import COMMAND_SPECS as COMMANDS
-    from compare.names import EXIT_MEANINGS
+    from compare.names import Exit
 
     result = compare("--help")
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())  # argparse wraps long help lines
     for name in COMMANDS:
         assert f" {name} " in text, name
-    for code, meaning in EXIT_MEANINGS.items():
-        assert f"{code} {meaning}" in text, code
+    for code in Exit:
+        assert f"{code.value} {code.words}" in text, code
 
 
 def test_a_command_loads_only_its_own_module():

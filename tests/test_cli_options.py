@@ -1,21 +1,26 @@
-"""compare's options, declared once (compare/commands/options.py): the table's rules, its defaults pinned to
-their homes, help as a user reads it, and a --help that imports neither torch nor the analysis."""
+"""compare's options, declared once (compare/commands/options.py): each flag one entry with one default, help
+as a user reads it, the exit statuses that the outcomes give, and a --help that imports neither torch nor the
+analysis."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import re
 import subprocess
 import sys
-from dataclasses import fields
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
+from fixtures import write_run
 
+from compare.__main__ import main as compare_main
 from compare.commands.cli import build_parser, parse
-from compare.commands.options import COMMAND_SPECS, OPTIONS, options_of
-from compare.names import EXIT_MEANINGS, EXIT_NEEDS_A_PERSON, EXIT_OK, PARITY_EXIT, Exit, Parity
+from compare.commands.options import COMMAND_SPECS, OPTIONS
+from compare.names import Exit, Parity
 from workload.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,29 +34,32 @@ def help_text(command: str) -> str:
     return parser._subparsers._group_actions[0].choices[command].format_help()  # type: ignore[union-attr]
 
 
-def test_one_entry_per_flag_and_command():
-    for command in COMMAND_SPECS:
-        flags = [flag for option in options_of(command) for flag in option.flags]
-        assert len(flags) == len(set(flags)), command
+def test_each_flag_is_declared_once():
+    """Each flag is one opt(...) in compare/commands/options.py, whatever commands take it: read from the source,
+    so that a second entry for a flag (another default for another command) cannot come back."""
+    tree = ast.parse((ROOT / "compare" / "commands" / "options.py").read_text())
+    declared = [arg.value for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "opt"
+                for arg in node.args if isinstance(arg, ast.Constant)]
+    assert len(declared) == len(OPTIONS) + sum(len(option.flags) - 1 for option in OPTIONS)  # every entry read
+    twice = [flag for flag, count in Counter(declared).items() if count > 1]
+    assert not twice, twice
 
 
-@pytest.mark.parametrize("shared", ["--timeout", "--out", "--np", "--horovod-controller"])
-def test_a_shared_option_is_one_entry_with_one_default(shared):
-    # import's --out is another option (the run directory), and so are migrate's --out (its output), --np, --timeout
-    # and --horovod-controller (one world size, a shorter limit and Gloo: the verify launches', not compare run's)
-    entries = [option for option in OPTIONS if shared in option.flags and len(option.commands) > 0
-               and not {"import", "migrate"} & set(option.commands)]
-    assert len(entries) == 1, shared
-    defaults = {build_parser([c]).parse_args([c, *REQUIRED.get(c, [])]).__dict__.get(shared[2:].replace("-", "_"))
-                for c in entries[0].commands}
-    if shared == "--out":  # one rule: results/COMMAND
-        assert defaults == {Path("results") / c for c in entries[0].commands}
+@pytest.mark.parametrize("option", [o for o in OPTIONS if len(o.commands) > 1], ids=lambda o: o.flags[-1])
+def test_a_shared_option_has_one_default_in_every_command(option):
+    """The parsers derived from the table give an option taken by several commands the same default in each;
+    --out's is where each command writes, results/COMMAND (migrate's: beside its input, so none here)."""
+    dest = option.flags[-1].lstrip("-").replace("-", "_")
+    defaults = {command: parse([command, *REQUIRED.get(command, [])]).__dict__[dest] for command in option.commands}
+    if "--out" in option.flags:
+        expected = {c: None if COMMAND_SPECS[c].out_beside_input else Path("results") / c for c in option.commands}
+        assert defaults == expected
     else:
-        assert len(defaults) == 1, defaults
+        assert len({repr(value) for value in defaults.values()}) == 1, defaults
 
 
-REQUIRED = {"check": ["a", "b"], "report": ["d"], "k8s": ["--image", "i", "--workers", "1"],
-            "import": ["csv", "f.csv", "--out", "o"]}
+REQUIRED = {"check": ["a", "b"], "report": ["d"], "k8s": ["--image", "i", "--workers", "1"], "import": ["csv", "f.csv"]}
 
 
 @pytest.mark.parametrize("command", TABLE_COMMANDS)
@@ -105,38 +113,66 @@ def test_check_report_and_matrix_say_what_each_argument_is():
     assert "the seed of every run" in help_text("matrix")
 
 
-def test_pinned_defaults_match_their_homes():
-    from compare.analysis import faults, parity, time_to_target
-    from compare.commands import options
-    from compare.importers import FORMATS
-    from compare.launch.slurm import DDP_FORMS, HOROVOD_FORMS, SlurmSettings
-    from compare.loss_lines import ON_RESTART, STEP_FROM
+def test_the_slurm_defaults_are_not_slurm_options_given():
+    """compare run's and migrate's defaults are the Slurm settings' own: none counts as given without
+    --scheduler slurm (compare/commands/scheduler.py compares them with SlurmSettings())."""
+    from compare.commands.scheduler import local_misuse
 
-    assert (options.STEP_RTOL, options.STEP_K) == (parity.STEP_RTOL, parity.STEP_K)
-    shown = ", ".join(f"{n}={v * 100:g}%" if k == "relative" else f"{n}={v:g}"
-                      for n, (k, v) in parity.DEFAULT_MARGINS.items())
-    targets = ", ".join(f"{w} {t.metric}={t.value:g}" for w, t in time_to_target.DEFAULT_TARGETS.items())
-    assert (shown, targets) == (options.MARGINS_SHOWN, options.TARGETS_SHOWN)
-    assert (options.HOROVOD_FORMS, options.DDP_FORMS) == (HOROVOD_FORMS, DDP_FORMS)
-    assert (options.IMPORT_FORMATS, options.STEP_FROM, options.ON_RESTART) == (FORMATS, STEP_FROM, ON_RESTART)
-    from compare.analysis.speed import MIN_ROUNDS
-    from compare.verify.launch_mode import MODES
-
-    assert (options.MIGRATE_LAUNCH_MODES, options.SPEED_MIN_ROUNDS) == (MODES, MIN_ROUNDS)
-    assert options.out_default("faults") == faults.DEFAULT_FAULTS_OUT
-    ns = parse(["run"])
-    defaults = {f.name: f.default for f in fields(SlurmSettings)}
-    assert (ns.nodes, ns.partition, ns.time, ns.slurm_horovod, ns.slurm_ddp) == (
-        defaults["nodes"], defaults["partition"], defaults["time_min"], defaults["horovod_form"],
-        defaults["ddp_form"])
+    for command in ("run", "migrate"):
+        assert local_misuse(parse([command])) is None
+    assert local_misuse(parse(["run", "--nodes", "2"])) == "--nodes needs --scheduler slurm"
 
 
-def test_exit_status_and_parity_outcome_are_enums_with_their_words():
-    assert EXIT_OK == 0 and EXIT_NEEDS_A_PERSON == 6 and isinstance(EXIT_OK, Exit)
-    assert EXIT_MEANINGS[Exit.NEEDS_A_PERSON] == Exit.NEEDS_A_PERSON.words
-    assert {outcome.value: outcome.exit for outcome in Parity} == PARITY_EXIT
-    assert Parity("different jobs").words == "different jobs" and Parity.FAILS.words == "parity fails"
-    assert Parity.HOLDS == "holds"  # the records hold the bare string
+def curve(steps: int = 100, seed: int = 0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(2.3 * np.exp(-np.arange(steps) / 40) + 0.3 + 0.05 * rng.standard_normal(steps))
+
+
+def records_judged(outcome: Parity, root: Path) -> tuple[str, str]:
+    """Two sides' run records that the judge finds `outcome` for (as tests/test_parity.py checks each in detail)."""
+    evals = [{"eval_loss": 0.61, "eval_accuracy": 0.83, "eval_samples": 360}]
+    seeds = (0, 1) if outcome is Parity.UNDECIDED else (0,)
+    for seed in seeds:
+        a = b = curve(seed=seed)
+        options_b = {"optimizer": "adamw"} if outcome is Parity.DIFFERENT_JOBS else None
+        if outcome is Parity.FAILS:
+            b = [x * (1 + 1e-3) if step >= 50 else x for step, x in enumerate(a, start=1)]
+        if outcome is Parity.UNDECIDED:  # end points about a margin apart, reached as chaos grows (test_parity.py)
+            a = curve(500, seed)
+            shift = 0.02 if seed == 0 else 0.005
+            b = [x * (1 + shift * 10 ** ((step - 500) / 60)) for step, x in enumerate(a, start=1)]
+        with_evals = None if outcome is Parity.UNDECIDED else evals
+        write_run(root / "a" / f"seed-{seed}", framework="horovod", world_size=2, seed=seed, losses=a,
+                  evals=with_evals)
+        write_run(root / "b" / f"seed-{seed}", framework="ddp", world_size=2, seed=seed, losses=b, evals=with_evals,
+                  options=options_b)
+    return str(root / "a"), str(root / "b")
+
+
+def documented_exits() -> dict[str, int]:
+    """docs/parity.md's table of outcomes and exit codes: outcome words -> exit status."""
+    text = (ROOT / "docs" / "parity.md").read_text(encoding="utf-8")
+    table = text.split("## Outcomes and exit codes", 1)[1].split("\n## ", 1)[0]
+    return {words: int(code) for words, code in re.findall(r"^\| ([a-z ]+) \| (\d+) \|", table, re.MULTILINE)}
+
+
+@pytest.mark.parametrize("outcome", list(Parity))
+def test_each_parity_outcome_exits_as_the_docs_say(tmp_path, capsys, outcome):
+    """`compare check` on records that give each outcome: the words it prints first, and its exit status that
+    docs/parity.md's table and the README's table of exit statuses give for them."""
+    status = compare_main(["check", *records_judged(outcome, tmp_path)])
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith(f"{outcome.words}:"), out
+    documented = {words: code for words, code in documented_exits().items() if words.endswith(outcome.value)}
+    assert list(documented.values()) == [status], (documented, status)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    meaning = re.search(rf"^\| {int(status)} \| (.*) \|$", readme, re.MULTILINE)
+    assert meaning is not None and README_SAYS[outcome] in meaning.group(1), (status, meaning)
+    assert isinstance(status, Exit)
+
+
+README_SAYS = {Parity.HOLDS: "parity holds", Parity.FAILS: "parity fails", Parity.UNDECIDED: "undecided",
+               Parity.DIFFERENT_JOBS: "not the same job"}  # in the README's row of the outcome's exit status
 
 
 def test_the_command_table_lists_every_command_in_help():

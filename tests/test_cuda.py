@@ -22,7 +22,7 @@ import torch
 from helpers import ROOT, horovodrun, ok, read_losses, read_meta, read_steps, reference, run, torchrun
 
 from compare.analysis.parity import by_step, calibrated_band, stepwise
-from compare.names import EXIT_OK, EXIT_PARITY_FAILS
+from compare.names import Exit
 
 pytestmark = [
     pytest.mark.slow,
@@ -142,10 +142,10 @@ def test_compare_check_on_cuda_records(horovod_runs):
     # of the same job (plain against amp would be "different jobs", exit 5, and never reach the losses).
     holds = run([sys.executable, "-m", "compare", "check", str(horovod_runs / "hvd-amp"),
                  str(horovod_runs / "ddp-amp")])
-    assert holds.returncode == EXIT_OK, holds.stdout + holds.stderr
+    assert holds.returncode == Exit.OK, holds.stdout + holds.stderr
     fails = run([sys.executable, "-m", "compare", "check", str(horovod_runs / "hvd-plain"),
                  str(horovod_runs / "ddp-plain-late")])
-    assert fails.returncode == EXIT_PARITY_FAILS, fails.stdout + fails.stderr
+    assert fails.returncode == Exit.PARITY_FAILS, fails.stdout + fails.stderr
     # Nothing moves before the changed rate: the update of step 10 is the first, so the loss of step 11.
     at = re.search(r"diverges at step (\d+)", fails.stdout)
     assert at and 11 <= int(at.group(1)) <= 24, fails.stdout
@@ -159,9 +159,9 @@ def test_migrate_verify_runs_both_sides_on_nccl(tmp_path, horovod_nccl):
     for device, backend in (("cuda", "nccl"), ("cpu", "gloo")):
         verify_out = tmp_path / device
         result = run([sys.executable, "-m", "compare", "migrate", str(script), "-o", str(tmp_path / "cm_ddp.py"),
-                      "--force", "--verify", "--device", device, "--np", str(NP), "--verify-out", str(verify_out),
-                      "--", "--epochs", "1"], timeout=600)
-        assert result.returncode == EXIT_OK, result.stdout[-3000:] + result.stderr[-3000:]
+                      "--force", "--verify", "--device", device, "--verify-np", str(NP), "--verify-out",
+                      str(verify_out), "--", "--epochs", "1"], timeout=600)
+        assert result.returncode == Exit.OK, result.stdout[-3000:] + result.stderr[-3000:]
         assert re.search(r"^parity holds", result.stdout, re.MULTILINE), result.stdout
         assert read_meta(verify_out / "ddp")["backend"] == backend
         assert ("device: cuda" in result.stdout) == (device == "cuda")

@@ -22,7 +22,7 @@ from helpers import ROOT, launch_env, ok, tool
 from helpers import finished as finished_launch
 
 from compare.__main__ import main as compare_main
-from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
+from compare.names import Exit
 
 REPOS = ROOT / "examples" / "repos"
 MIGRATED = ROOT / "tests" / "data" / "repos_ddp"
@@ -116,7 +116,7 @@ def migrated(name: str, out: Path) -> Path:
     tree = out / f"{name}_ddp"
     if not tree.exists():
         code, printed = quiet(["migrate", str(REPOS / name), "-o", str(tree)])
-        assert code == EXIT_OK, printed
+        assert code == Exit.OK, printed
     return tree
 
 
@@ -199,7 +199,7 @@ def record(launched, name: str, side: str) -> Path:
         framework = "horovod" if side == "horovod" else "ddp"
         code, printed = quiet(["import", "text", str(log), "--out", str(run_dir), "--framework", framework,
                                "--world-size", "2", "--seed", SEED])
-        assert code == EXIT_OK, printed
+        assert code == Exit.OK, printed
     return run_dir
 
 
@@ -220,7 +220,7 @@ def test_original_runs_and_prints_its_losses(launched, name):
 
 def _holds(launched, name: str, side: str) -> str:
     code, printed = check(launched, name, side)
-    assert code == EXIT_OK, printed
+    assert code == Exit.OK, printed
     verdict = re.search(r"^parity holds: .*?max relative difference ([^\s)]+)\)", printed, re.MULTILINE)
     assert verdict, printed
     # the same data, order and weights: only the order of summation differs between the two
@@ -231,7 +231,7 @@ def _holds(launched, name: str, side: str) -> str:
 
 def _fails(launched, name: str, side: str) -> None:
     code, printed = check(launched, name, side)
-    assert code == EXIT_PARITY_FAILS, printed
+    assert code == Exit.PARITY_FAILS, printed
     assert re.search("^" + fixture_of(name).fails, printed, re.MULTILINE), printed
 
 
@@ -257,7 +257,7 @@ def test_verify_entry_runs_each_tree_as_the_repository_expects(tmp_path, horovod
          "--verify", "--entry", "train.py", "--verify-out", str(tmp_path / "verify"), "--timeout", "240",
          "--ddp-args", "--epochs 1 --distributed", "--", "--epochs", "1", "--horovod"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
     assert re.search(r"^parity holds: .*max relative difference 0\b", result.stdout, re.MULTILINE), result.stdout
     refused = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
                              capture_output=True, text=True, timeout=120, check=False)
@@ -276,7 +276,7 @@ def test_the_module_handed_to_code_outside_the_repository_is_flagged_not_called_
     train.write_text(code.replace("    main(hvd, cli_args)\n", "    main(hvd, cli_args)\n    report(hvd)\n"
                                   "    import monitoring\n    monitoring.attach(hvd)\n") +
                      "\n\ndef report(api) -> None:\n    print(api.size())\n")
-    assert compare_main(["migrate", str(repo), "-o", str(tmp_path / "out")]) == EXIT_NEEDS_A_PERSON
+    assert compare_main(["migrate", str(repo), "-o", str(tmp_path / "out")]) == Exit.NEEDS_A_PERSON
     err = capsys.readouterr().err
     assert "tinynet/train.py line 63 (unrecognised)" in err, err
     migrated_train = (tmp_path / "out" / "tinynet" / "train.py").read_text()
@@ -295,7 +295,7 @@ def test_hand_written_migration_trains_the_same(references, name):
 def test_switch_paths_train_the_same_job(references):
     """horovod_switch's own DDP path (--distributed, untouched by any migration) agrees with its --horovod path."""
     code, printed = check(references, "horovod_switch", "own ddp path")
-    assert code == EXIT_OK and "parity holds" in printed, printed
+    assert code == Exit.OK and "parity holds" in printed, printed
 
 
 def test_each_planted_bug_edits_its_migration(tmp_path):

@@ -16,12 +16,20 @@ import torch
 from helpers import ROOT, finished, launch_env, ok, run, tool
 
 from compare.__main__ import main as compare_main
-from compare.launch.lines import torchrun
+from compare.launch.lines import Program, torchrun
+from compare.launch.scheduling import LocalScheduler
 from compare.migrate import migrate_source
 from compare.migrate.launch_line import torchrun_lines
 from compare.migrate.migration_report import map_lines, place_changes
-from compare.names import EXIT_OK, EXIT_PARITY_FAILS
-from compare.verify.verify import FINISHED, RANK_TAG, every_rank_finished, record_from_output, run_side
+from compare.names import Exit, LaunchedBy
+from compare.verify.verify import (
+    FINISHED,
+    RANK_TAG,
+    every_rank_finished,
+    record_from_output,
+    run_launched,
+    side_launch,
+)
 
 TORCHRUN_WORKER_FAILED = 1  # torchrun's exit status when a worker fails (ChildFailedError)
 
@@ -63,11 +71,11 @@ MUST_CONTAIN = {
                              "        model.register_comm_hook(None, compression)",
                              "lr=0.01 * dist.get_world_size())", "printing = dist.get_rank() == 0",
                              "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))"],
-    "inner_accumulation": ["        passes = range(0, len(data), args.batch_size)\n        for i in passes:\n",
-                           "            with contextlib.nullcontext() if i == passes[-1] else model.no_sync():\n"
-                           "                loss.backward()\n",
-                           "loss.div_(math.ceil(float(len(data)) / args.batch_size))",
-                           "        # Gradient is applied across all ranks\n        optimizer.step()"],
+    "inner_accumulation": ["        passes = range(0, len(inputs), args.micro_batch)\n        for start in passes:\n",
+                           "            with contextlib.nullcontext() if start == passes[-1] else model.no_sync():\n"
+                           "                micro_loss.backward()",
+                           "labels[start:stop]) / backward_passes\n",
+                           "            step_loss += micro_loss.item()\n        optimizer.step()"],
 }
 GONE = ["synchronize", "skip_synchronize", "DistributedOptimizer"]  # attributes that must not remain
 
@@ -244,7 +252,7 @@ def test_script_arguments_after_double_dash():
     from compare.commands.cli import parse
 
     ns = parse(["migrate", "a.py", "--verify", "--", "--epochs", "1", "--np", "4"])
-    assert ns.script_args == ["--epochs", "1", "--np", "4"] and ns.np == 2 and ns.verify
+    assert ns.script_args == ["--epochs", "1", "--np", "4"] and ns.verify_np == 2 and ns.verify
 
 
 def test_loss_lines_become_a_run_record(tmp_path):
@@ -305,7 +313,7 @@ def test_wrong_hand_translation_fails_the_check(verified):
     finished(run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", str(wrong), "--epochs", "1"],
                  RUN_DIR=str(out / "wrong"), PYTHONPATH=str(ROOT)), record=out / "wrong")
     check = run([sys.executable, "-m", "compare", "check", str(out / "plain" / "horovod"), str(out / "wrong")])
-    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert check.returncode == Exit.PARITY_FAILS, check.stdout + check.stderr
     # the same data, order and weights: the first update is the first to differ, at step 2 of seed 42
     assert "parity fails: diverges at step 2 (seed 42)" in check.stdout.splitlines(), check.stdout
     assert re.search(r"^likely cause: diverged at step 2, .*learning-rate scaling", check.stdout, re.MULTILINE)
@@ -355,14 +363,15 @@ for step in range(1, 4):
 def test_verify_forgives_an_abort_at_exit_only_after_every_rank_finished(tmp_path, when):
     script = tmp_path / "aborting.py"
     script.write_text(ABORTING)
-    code, output = run_side("ddp", torchrun(2, [str(script), when.replace(" ", "")]), tmp_path / "out", 120,
-                            tmp_path)
+    launch = side_launch("ddp", Program((str(script),), (when.replace(" ", ""),)), tmp_path / "out", tmp_path,
+                         LocalScheduler(), np=2, mode=LaunchedBy.CLI, controller="gloo", device="cpu")
+    code, output = run_launched(launch, LocalScheduler(), 120)
     assert "terminate called without an active exception" in output, output
     assert "step 3 loss" in output or when == "midway", output
-    # run_side's status: 0 for a launch that counts as done (every rank finished, then Gloo's abort at exit:
+    # run_launched's status: 0 for a launch that counts as done (every rank finished, then Gloo's abort at exit:
     # docs/fault-tolerance.md); otherwise the launcher's own, torchrun's 1 when a worker failed (its
-    # ChildFailedError), on which --verify stops with EXIT_RUN_FAILED.
-    assert code == (EXIT_OK if when == "at exit" else TORCHRUN_WORKER_FAILED), (code, output)
+    # ChildFailedError), on which --verify stops with Exit.RUN_FAILED.
+    assert code == (Exit.OK if when == "at exit" else TORCHRUN_WORKER_FAILED), (code, output)
 
 
 @pytest.mark.slow

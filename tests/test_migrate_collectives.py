@@ -20,7 +20,7 @@ from helpers import ROOT, finished, ok, run, tool
 
 from compare.migrate import migrate_source
 from compare.migrate.added_helpers import HELPERS
-from compare.names import EXIT_PARITY_FAILS
+from compare.names import Exit
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
 SCRIPTS = ["uneven_allgather", "contrastive_allgather", "sum_through_wrapper", "cpu_metrics_nccl",
@@ -163,7 +163,7 @@ def test_a_summed_allgather_gradient_fails_the_check(verified):
                  RUN_DIR=str(out / "summed"), PYTHONPATH=str(ROOT)), record=out / "summed")
     check = run([sys.executable, "-m", "compare", "check", str(out / "contrastive_allgather" / "horovod"),
                  str(out / "summed")])
-    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert check.returncode == Exit.PARITY_FAILS, check.stdout + check.stderr
 
 
 @pytest.mark.slow
@@ -181,7 +181,7 @@ def test_an_allreduce_gradient_left_unreduced_fails_the_check(verified):
                  RUN_DIR=str(out / "unreduced"), PYTHONPATH=str(ROOT)), record=out / "unreduced")
     check = run([sys.executable, "-m", "compare", "check", str(out / "global_centering" / "horovod"),
                  str(out / "unreduced")])
-    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert check.returncode == Exit.PARITY_FAILS, check.stdout + check.stderr
     assert "parity fails: diverges at step 2 (seed 0)" in check.stdout, check.stdout
 
 

@@ -16,7 +16,7 @@ from compare.__main__ import main as compare_main
 from compare.loss_lines import read_loss_log
 from compare.migrate import migrate_source
 from compare.migrate.migration_report import render
-from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
+from compare.names import Exit, LaunchedBy
 
 RAY_EXAMPLE = ROOT / "examples" / "platform_scripts" / "ray_train_horovod.py"
 RAY_TRAINER_EXAMPLE = ROOT / "examples" / "platform_scripts" / "ray_train_horovod_trainer.py"
@@ -177,7 +177,7 @@ def test_ray_train_horovod_trainer_becomes_torch_trainer():
 
 def test_an_elastic_ray_job_is_flagged_and_the_rest_rewritten(tmp_path, capsys):
     out = tmp_path / "ray_elastic_digits_ddp.py"
-    assert compare_main(["migrate", str(RAY_ELASTIC), "-o", str(out)]) == EXIT_NEEDS_A_PERSON
+    assert compare_main(["migrate", str(RAY_ELASTIC), "-o", str(out)]) == Exit.NEEDS_A_PERSON
     code = out.read_text()
     ast.parse(code)
     source = RAY_ELASTIC.read_text().splitlines()
@@ -296,7 +296,7 @@ def ray_verified(tmp_path_factory):
 @pytest.mark.slow
 def test_the_ray_example_trains_the_same_under_torch_trainer(ray_verified):
     _, result = ray_verified
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
     first = result.stdout.splitlines()[1:3]
     assert first[0] == ("verify: ray_train_horovod.py under python (Horovod's RayExecutor on a local Ray) and "
                         "ray_ddp.py under python (Ray Train's TorchTrainer on a local Ray), np 2"), first
@@ -311,25 +311,29 @@ def test_the_ray_example_trains_the_same_under_torch_trainer(ray_verified):
 @pytest.mark.slow
 def test_a_planted_bug_in_the_ray_migration_fails_the_check(ray_verified):
     """The migrated Ray script with its learning rate no longer scaled by the world size: parity must fail."""
+    from compare.launch.lines import Program
+    from compare.launch.scheduling import LocalScheduler
     from compare.verify.step_times import THROUGHPUT
-    from compare.verify.verify import read_side, run_side
+    from compare.verify.verify import read_side, run_launched, side_launch
 
     out, result = ray_verified
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
     code = (out / "ray_ddp.py").read_text()
     scaled = "lr=lr * ray.train.get_context().get_world_size()"
     assert scaled in code
     planted = out / "ray_planted.py"
     planted.write_text(code.replace(scaled, "lr=lr"))
     run_dir = out / "planted"
-    status, output = run_side("ddp", [sys.executable, str(planted)], run_dir, 240, RAY_EXAMPLE.parent)
+    launch = side_launch("ddp", Program((str(planted),), ()), run_dir, RAY_EXAMPLE.parent, LocalScheduler(), np=2,
+                         mode=LaunchedBy.API, controller="gloo", device="cpu")  # as --verify runs the migrated side
+    status, output = run_launched(launch, LocalScheduler(), 240)
     assert status == 0, output[-3000:]
     side = read_side("ddp", output, run_dir, RAY_EXAMPLE, loss_regex=None, eval_regex=None, step_from="log",
                      throughput_regex=THROUGHPUT, warmup=5)
     assert side.world == 2 and side.problem is None
     check = subprocess.run([sys.executable, "-m", "compare", "check", str(out / "verify" / "horovod"),
                             str(run_dir)], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert check.returncode == Exit.PARITY_FAILS, check.stdout + check.stderr
     assert "parity fails: diverges at step 2" in check.stdout, check.stdout
 
 
@@ -340,7 +344,7 @@ def test_a_horovod_trainer_job_trains_the_same_under_torch_trainer(tmp_path):
     result = run([sys.executable, "-m", "compare", "migrate", str(RAY_TRAINER_EXAMPLE), "-o",
                   str(tmp_path / "trainer_ddp.py"), "--verify", "--verify-out", str(tmp_path / "verify"),
                   "--timeout", "240"], timeout=600)
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
     assert "under python (Ray Train's HorovodTrainer, Train V1: RAY_TRAIN_V2_ENABLED=0, on a local Ray) and " \
            "trainer_ddp.py under python (Ray Train's TorchTrainer on a local Ray), np 2" in result.stdout
     assert re.search(r"^parity holds: every common step of 1 seed", result.stdout, re.MULTILINE), result.stdout

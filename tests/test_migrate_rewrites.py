@@ -1,5 +1,5 @@
-"""python -m compare migrate, two rewrites: gradient accumulation over an inner sub-batch loop (Horovod's
-ImageNet example) and Lightning scripts whose Trainer Horovod drove (Lightning 1.x). Text-level tests, one
+"""python -m compare migrate, two rewrites: gradient accumulation over an inner loop of micro-batches (the shape
+of Horovod's ImageNet example) and Lightning scripts whose Trainer Horovod drove (Lightning 1.x). Text-level tests, one
 behaviour test of the generated loops, and (slow) the migrated Lightning corpus script under torchrun."""
 
 from __future__ import annotations
@@ -28,21 +28,18 @@ model = torch.nn.Linear(4, 2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                     backward_passes_per_step=args.batches_per_allreduce)
+                                     backward_passes_per_step=args.micro_batches)
 """
 
-IMAGENET_LOOP = """
-for batch_idx, (data, target) in enumerate(train_loader):
+MICRO_BATCH_LOOP = """
+for inputs, labels in loader:
     optimizer.zero_grad()
-    # Split data into sub-batches of size batch_size
-    for i in range(0, len(data), args.batch_size):
-        data_batch = data[i:i + args.batch_size]
-        target_batch = target[i:i + args.batch_size]
-        output = model(data_batch)
-        loss = F.cross_entropy(output, target_batch)
-        loss.div_(math.ceil(float(len(data)) / args.batch_size))
-        loss.backward()
-    # Gradient is applied across all ranks
+    # one backward() per micro-batch, one step for them all
+    for start in range(0, len(inputs), args.micro_batch):
+        stop = start + args.micro_batch
+        micro_loss = F.cross_entropy(model(inputs[start:stop]), labels[start:stop])
+        micro_loss = micro_loss / math.ceil(len(inputs) / args.micro_batch)
+        micro_loss.backward()
     optimizer.step()
 """
 
@@ -50,21 +47,21 @@ for batch_idx, (data, target) in enumerate(train_loader):
 # ---- inner-loop gradient accumulation --------------------------------------------------------------------
 
 def test_inner_range_loop_syncs_on_its_last_pass():
-    migration = migrate_source(HEAD + IMAGENET_LOOP)
+    migration = migrate_source(HEAD + MICRO_BATCH_LOOP)
     assert migration.flags == []
     code = migration.code
-    assert ("    # Split data into sub-batches of size batch_size\n"
-            "    passes = range(0, len(data), args.batch_size)\n"
-            "    for i in passes:\n") in code
-    assert ("        loss.div_(math.ceil(float(len(data)) / args.batch_size))\n"
-            "        with contextlib.nullcontext() if i == passes[-1] else model.no_sync():\n"
-            "            loss.backward()\n"
-            "    # Gradient is applied across all ranks\n"
+    assert ("    # one backward() per micro-batch, one step for them all\n"
+            "    passes = range(0, len(inputs), args.micro_batch)\n"
+            "    for start in passes:\n") in code
+    assert ("        micro_loss = micro_loss / math.ceil(len(inputs) / args.micro_batch)\n"
+            "        with contextlib.nullcontext() if start == passes[-1] else model.no_sync():\n"
+            "            micro_loss.backward()\n"
             "    optimizer.step()\n") in code
     assert "import contextlib" in code and "model = DDP(model)" in code and "hvd" not in code
     by_note = {change.note: change for change in migration.changes}
-    assert by_note[notes.INNER_ACCUMULATION].line == HEAD.count("\n") + 11  # the backward() line
-    assert by_note[notes.INNER_LOOP_RANGE].after == "passes = range(0, len(data), args.batch_size); for i in passes:"
+    assert by_note[notes.INNER_ACCUMULATION].line == HEAD.count("\n") + 9  # the backward() line
+    assert by_note[notes.INNER_LOOP_RANGE].after == ("passes = range(0, len(inputs), args.micro_batch); "
+                                                     "for start in passes:")
     for words in ("no_sync()", "backward_passes_per_step", "k == the number of passes", "scaling"):
         assert words in notes.INNER_ACCUMULATION
 

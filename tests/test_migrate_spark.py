@@ -16,7 +16,7 @@ from helpers import ROOT, launch_mode_of, run
 from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source, notes
 from compare.migrate.migration_report import render
-from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_PARITY_FAILS
+from compare.names import Exit, LaunchedBy
 from compare.verify import spark_launch as spark_launch_module
 from compare.verify.launch_mode import Undecided
 
@@ -97,7 +97,7 @@ def test_spark_run_becomes_torch_distributor_and_the_function_becomes_ddp():
 def test_horovod_runner_is_migrated_not_left_around_a_ddp_function(tmp_path, capsys):
     """Once the runner stayed (exit 0) around a function rewritten for torchrun, which cannot work."""
     out = tmp_path / "runner_ddp.py"
-    assert compare_main(["migrate", str(RUNNER_EXAMPLE), "-o", str(out)]) == EXIT_OK
+    assert compare_main(["migrate", str(RUNNER_EXAMPLE), "-o", str(out)]) == Exit.OK
     code = out.read_text()
     assert _horovod_left(code) == []
     assert "    hr = TorchDistributor(num_processes=2, local_mode=True, use_gpu=False)\n" in code
@@ -128,7 +128,7 @@ def test_a_notebook_whose_np_is_an_expression_reads_it_once(tmp_path, capsys):
     """HorovodRunner(np=-args.num_proc) was flagged ("cannot be read twice"); np is now bound once, before the
     statement, and both arguments read that name."""
     out = tmp_path / "notebook_ddp.py"
-    assert compare_main(["migrate", str(NOTEBOOK_EXAMPLE), "-o", str(out)]) == EXIT_OK
+    assert compare_main(["migrate", str(NOTEBOOK_EXAMPLE), "-o", str(out)]) == Exit.OK
     code = out.read_text()
     assert _horovod_left(code) == []
     assert ('spark.sparkContext.setLogLevel("ERROR")\nrunner_np = -args.num_proc\n'
@@ -178,7 +178,7 @@ def test_an_np_expression_that_cannot_be_bound_before_its_statement_stays_flagge
 def test_horovod_runner_np_0_is_flagged_and_kept(tmp_path, capsys):
     script = tmp_path / "runner.py"
     script.write_text(RUNNER.format(np="0"))
-    assert compare_main(["migrate", str(script)]) == EXIT_NEEDS_A_PERSON
+    assert compare_main(["migrate", str(script)]) == Exit.NEEDS_A_PERSON
     migration = migrate_source(script.read_text())
     assert [(f.line, f.category, f.why) for f in migration.flags] == [(10, "Spark", notes.RUNNER_NP_ZERO)]
     assert "from sparkdl import HorovodRunner\n" in migration.code and "hr = HorovodRunner(np=0)\n" in migration.code
@@ -234,7 +234,7 @@ def test_what_has_no_counterpart_is_flagged(call, category, why):
 
 def test_a_spark_estimator_job_is_flagged_with_what_to_do(tmp_path, capsys):
     out = tmp_path / "estimator_ddp.py"
-    assert compare_main(["migrate", str(SPARK_ESTIMATOR), "-o", str(out)]) == EXIT_NEEDS_A_PERSON
+    assert compare_main(["migrate", str(SPARK_ESTIMATOR), "-o", str(out)]) == Exit.NEEDS_A_PERSON
     source = SPARK_ESTIMATOR.read_text().splitlines()
     migration = migrate_source(SPARK_ESTIMATOR.read_text())
     assert {f.category for f in migration.flags} == {"Spark estimator"}
@@ -299,16 +299,20 @@ def spark_runs(tmp_path_factory, horovod_built):
     verified, the HorovodRunner example verified, and the first's migration with a planted bug (the learning rate no
     longer scaled by the world size) run through TorchDistributor as --verify runs a side."""
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-    from compare.verify.verify import run_side
+    from compare.launch.lines import Program
+    from compare.launch.scheduling import LocalScheduler
+    from compare.verify.verify import run_launched, side_launch
 
     out = tmp_path_factory.mktemp("spark")
     migrated = migrate_source(SPARK_RUN_EXAMPLE.read_text()).code
     assert SCALED in migrated
     planted = out / "unscaled.py"
     planted.write_text(migrated.replace(SCALED, "lr=lr"))
+    unscaled = side_launch("ddp", Program((str(planted),), ()), out / "unscaled", PLATFORM, LocalScheduler(), np=2,
+                           mode=LaunchedBy.API, controller="gloo", device="cpu")  # as --verify runs the migrated side
     jobs = {"spark_run": lambda: _verify(SPARK_RUN_EXAMPLE, out),
             "runner": lambda: _verify(RUNNER_EXAMPLE, out),
-            "unscaled": lambda: run_side("ddp", [sys.executable, str(planted)], out / "unscaled", 300, PLATFORM, np=2)}
+            "unscaled": lambda: run_launched(unscaled, LocalScheduler(), 300)}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
         return out, {name: future.result() for name, future in futures.items()}
@@ -318,7 +322,7 @@ def spark_runs(tmp_path_factory, horovod_built):
 def test_spark_example_holds_through_a_real_spark(spark_runs):
     out, results = spark_runs
     code, output = results["spark_run"]
-    assert code == EXIT_OK, output
+    assert code == Exit.OK, output
     lines = output.splitlines()
     assert lines[1] == ("verify: spark_horovod_run.py under python (horovod.spark.run) and spark_horovod_run_ddp.py "
                         "under python (TorchDistributor), np 2"), output
@@ -343,13 +347,13 @@ def test_learning_rate_left_unscaled_fails_through_a_real_spark(spark_runs):
     from compare.verify.verify import record_from_output
 
     out, results = spark_runs
-    assert results["spark_run"][0] == EXIT_OK, results["spark_run"][1]
+    assert results["spark_run"][0] == Exit.OK, results["spark_run"][1]
     status, log = results["unscaled"]
     assert status == 0, log[-3000:]
     record_from_output(log, out / "unscaled", framework="ddp")
     check = run([sys.executable, "-m", "compare", "check", str(out / "spark_horovod_run" / "horovod"),
                  str(out / "unscaled")])
-    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert check.returncode == Exit.PARITY_FAILS, check.stdout + check.stderr
     assert "parity fails: diverges at step 2" in check.stdout, check.stdout  # step 1's update is the first to differ
 
 
@@ -357,7 +361,7 @@ def test_learning_rate_left_unscaled_fails_through_a_real_spark(spark_runs):
 def test_horovod_runner_example_verifies_its_function_under_horovodrun(spark_runs):
     out, results = spark_runs
     code, output = results["runner"]
-    assert code == EXIT_OK, output
+    assert code == Exit.OK, output
     lines = output.splitlines()
     assert lines[1].startswith("verify: spark_horovod_runner.py under horovodrun (the training function "
                                "HorovodRunner runs) and spark_horovod_runner_ddp.py under python (TorchDistributor)")
@@ -385,7 +389,7 @@ def notebook_verified(tmp_path_factory, horovod_built):
 @pytest.mark.slow
 def test_a_notebook_with_an_np_expression_verifies_through_a_real_spark(notebook_verified):
     out, (code, output) = notebook_verified
-    assert code == EXIT_OK, output
+    assert code == Exit.OK, output
     assert output.splitlines()[1].startswith("verify: databricks_runner_notebook.py under horovodrun (the training "
                                              "function HorovodRunner runs) and databricks_runner_notebook_ddp.py "
                                              "under python (TorchDistributor), np 2"), output

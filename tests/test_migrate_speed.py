@@ -16,7 +16,7 @@ import torch.optim.optimizer as optimizer_module
 from helpers import ROOT, ok, run
 
 from compare.__main__ import main as compare_main
-from compare.names import EXIT_OK, EXIT_USAGE
+from compare.names import Exit
 from compare.verify.speed import Launched, Timing, source_of, speed_report
 from compare.verify.step_times import (
     THROUGHPUT_SOURCE,
@@ -193,8 +193,8 @@ def test_throughput_regex():
 def test_throughput_regex_is_checked_before_anything_is_written(tmp_path, capsys):
     script = tmp_path / "train.py"
     script.write_text(BENCHMARK.read_text())
-    assert compare_main(["migrate", str(script), "--verify", "--throughput-regex", "(x"]) == EXIT_USAGE
-    assert compare_main(["migrate", str(script), "--speed-rounds", "2"]) == EXIT_USAGE
+    assert compare_main(["migrate", str(script), "--verify", "--throughput-regex", "(x"]) == Exit.USAGE
+    assert compare_main(["migrate", str(script), "--speed-rounds", "2"]) == Exit.USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "--throughput-regex" in err[0] and "go with --verify" in err[1], err
     assert sorted(p.name for p in tmp_path.iterdir()) == [script.name]
@@ -283,7 +283,7 @@ def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, ho
     result = _verify(BENCHMARK, tmp_path, ["--model", "convnet", "--batch-size", "16", "--iters", "4",
                                            "--warmup-batches", "3", "--batches-per-iter", "5"],
                      "--speed-rounds", "2")
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
     out = result.stdout
     assert "\nparity: not checked (the script prints no loss)\n" in out, out
     for side in ("horovod", "ddp"):  # 3 + 4 x 5 steps; Horovod's broadcast_optimizer_state steps once more

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -309,25 +310,37 @@ def workers_on(host) -> list[str]:
     return [line for line in map(_cmdline, host.pids()) if "hvd_impl" in line]
 
 
-def test_failed_launch_leaves_no_worker_on_either_host(hosts, ssh, tmp_path, horovod_built):
-    from compare.launch.process import run_launch
-    from compare.launch.remote_cleanup import new_marker
+def documented_cleanup() -> tuple[str, str]:
+    """docs/multi-host.md's loop that ends a failed job's remote workers: (its marker as VAR=value, the line)."""
+    text = (ROOT / "docs" / "multi-host.md").read_text(encoding="utf-8")
+    started = re.search(r"^(\w+=[\w-]+) horovodrun .*$", text, re.MULTILINE)
+    loop = re.search(r"^ssh host2 '.*'$", text, re.MULTILINE)
+    assert started and loop, "docs/multi-host.md no longer shows the marked job and its loop"
+    return started.group(1), loop.group(0)
 
-    # Without the launch's marker: horovodrun alone leaves the stopped remote worker behind.
-    bare = run_launch(failing_launch(hosts, ssh, tmp_path / "bare", {}), timeout_s=240)
-    assert not bare.ok and not bare.timed_out, bare.log_tail
+
+def test_a_failed_launch_leaves_its_remote_worker_until_the_documented_loop_ends_it(hosts, ssh, tmp_path,
+                                                                                    horovod_built):
+    """horovodrun alone leaves host 2's stopped worker behind; docs/multi-host.md's loop, run over ssh as the
+    page gives it, ends exactly the workers that carry the job's variable."""
+    from compare.launch.process import run_launch
+
+    marker, loop = documented_cleanup()
+    name, value = marker.split("=", 1)
+    failed = run_launch(failing_launch(hosts, ssh, tmp_path / "hvd", {name: value}), timeout_s=240)
+    assert not failed.ok and not failed.timed_out, failed.log_tail
     try:
         assert workers_on(hosts[1]), "horovodrun left no worker behind: this test shows nothing any more"
         assert not workers_on(hosts[0])
+        line = loop.replace("ssh host2 ", f"ssh {hosts[1].address} ", 1)
+        ended = ok(run(hosts[0].command(["sh", "-c", line]), timeout=60,
+                       PATH=f"{ssh.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")).stdout
+        assert re.search(r"^killed \d+$", ended, re.MULTILINE), ended
+        deadline = time.monotonic() + 15
+        while workers_on(hosts[1]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not workers_on(hosts[1])
     finally:
         for pid in hosts[1].pids():  # the hosts share this machine's process table: end it here
             if "hvd_impl" in _cmdline(pid):
                 os.kill(pid, signal.SIGKILL)
-    # With it, compare's launch code stops the remote workers over horovodrun's ssh.
-    marked = run_launch(failing_launch(hosts, ssh, tmp_path / "marked", new_marker()), timeout_s=240)
-    assert not marked.ok and not marked.timed_out, marked.log_tail
-    assert [note for note in marked.notes if "stopped the job's remote workers" in note], marked.notes
-    deadline = time.monotonic() + 15
-    while any(workers_on(host) for host in hosts.hosts) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [workers_on(host) for host in hosts.hosts if workers_on(host)]

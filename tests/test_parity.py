@@ -28,7 +28,7 @@ from compare.analysis.parity import (
     stepwise,
 )
 from compare.analysis.records import load_run
-from compare.names import EXIT_DIFFERENT_JOBS, EXIT_OK, EXIT_PARITY_FAILS, EXIT_UNDECIDED, EXIT_USAGE
+from compare.names import Exit
 
 EVAL = [{"eval_loss": 0.61, "eval_accuracy": 0.83, "eval_samples": 360}]
 
@@ -66,7 +66,7 @@ def check(capsys, *args: str) -> tuple[int, str, str]:
 def test_same_losses_but_another_job_is_not_parity(tmp_path, capsys, option, a, b):
     losses = curve()
     status, out, _ = check(capsys, *pair(tmp_path, losses, losses, a_options={option: a}, b_options={option: b}))
-    assert status == EXIT_DIFFERENT_JOBS, out
+    assert status == Exit.DIFFERENT_JOBS, out
     assert f"{option} {a} vs {b}" in out
 
 
@@ -75,27 +75,27 @@ def test_another_world_size_is_another_job(tmp_path, capsys):
     a, _ = pair(tmp_path, losses, losses)
     write_run(tmp_path / "b4" / "seed-0", framework="ddp", world_size=4, seed=0, losses=losses, evals=EVAL)
     status, out, _ = check(capsys, a, str(tmp_path / "b4"))
-    assert status == EXIT_DIFFERENT_JOBS and "data_world_size 2 vs 4" in out
+    assert status == Exit.DIFFERENT_JOBS and "data_world_size 2 vs 4" in out
 
 
 def test_an_intended_difference_can_be_allowed(tmp_path, capsys):
     losses = curve()
     dirs = pair(tmp_path, losses, losses, a_options={"optimizer": "sgd"}, b_options={"optimizer": "adamw"})
     status, out, _ = check(capsys, *dirs, "--allow", "optimizer")
-    assert status == EXIT_OK and "allowed by --allow: optimizer sgd vs adamw" in out
+    assert status == Exit.OK and "allowed by --allow: optimizer sgd vs adamw" in out
 
 
 def test_three_steps_against_a_hundred_is_refused(tmp_path, capsys):
     losses = curve()
     status, _, err = check(capsys, *pair(tmp_path, losses, losses[:3]))
-    assert status == EXIT_USAGE
+    assert status == Exit.USAGE
     assert "share 3 step(s)" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_shorter_run_is_another_job(tmp_path, capsys):
     losses = curve()
     status, out, _ = check(capsys, *pair(tmp_path, losses, losses[:60]))
-    assert status == EXIT_DIFFERENT_JOBS and "steps 100 vs 60" in out
+    assert status == Exit.DIFFERENT_JOBS and "steps 100 vs 60" in out
 
 
 @pytest.mark.parametrize("start", [STEP_K + 1, 50, 90])
@@ -103,7 +103,7 @@ def test_a_difference_after_the_first_window_fails_at_its_step(tmp_path, capsys,
     a = curve()
     b = [x * (1 + 1e-3) if step >= start else x for step, x in enumerate(a, start=1)]
     status, out, _ = check(capsys, *pair(tmp_path, a, b))
-    assert status == EXIT_PARITY_FAILS, out
+    assert status == Exit.PARITY_FAILS, out
     assert f"diverges at step {start}" in out
 
 
@@ -111,7 +111,7 @@ def test_nan_from_step_22_fails_there(tmp_path, capsys):
     a = curve()
     b = [None if step >= 22 else x for step, x in enumerate(a, start=1)]
     status, out, _ = check(capsys, *pair(tmp_path, a, b))
-    assert status == EXIT_PARITY_FAILS and "diverges at step 22" in out
+    assert status == Exit.PARITY_FAILS and "diverges at step 22" in out
     assert "NaN or infinite" in out
 
 
@@ -122,7 +122,7 @@ def test_a_difference_from_an_epoch_boundary_names_set_epoch(tmp_path, capsys):
         write_run(tmp_path / side, framework="horovod" if side == "a" else "ddp", world_size=2, seed=0,
                   losses=losses, steps_per_epoch=32, evals=EVAL)
     status, out, _ = check(capsys, str(tmp_path / "a"), str(tmp_path / "b"))
-    assert status == EXIT_PARITY_FAILS and "diverges at step 33" in out
+    assert status == Exit.PARITY_FAILS and "diverges at step 33" in out
     assert "set_epoch" in out
 
 
@@ -130,7 +130,7 @@ def test_evaluation_metrics_are_judged(tmp_path, capsys):
     losses = curve()
     status, out, _ = check(capsys, *pair(tmp_path, losses, losses,
                                          b_evals=[{"eval_loss": 0.70, "eval_accuracy": 0.79, "eval_samples": 360}]))
-    assert status == EXIT_PARITY_FAILS and "evaluation at step 100 differs" in out
+    assert status == Exit.PARITY_FAILS and "evaluation at step 100 differs" in out
 
 
 def test_one_flipped_prediction_is_not_a_divergence(tmp_path, capsys):
@@ -138,7 +138,7 @@ def test_one_flipped_prediction_is_not_a_divergence(tmp_path, capsys):
     status, out, _ = check(capsys, *pair(tmp_path, losses, losses,
                                          b_evals=[{"eval_loss": 0.61, "eval_accuracy": 0.83 + 1 / 360,
                                                    "eval_samples": 360}]))
-    assert status == EXIT_OK, out
+    assert status == Exit.OK, out
 
 
 def test_undecided_end_points_are_not_parity(tmp_path, capsys):
@@ -153,7 +153,7 @@ def test_undecided_end_points_are_not_parity(tmp_path, capsys):
     dirs = pair(tmp_path, lambda s: losses(s, 0.0), lambda s: losses(s, 0.02 if s == 0 else 0.005), seeds=(0, 1),
                 a_evals=None, b_evals=None)
     status, out, _ = check(capsys, *dirs)
-    assert status == EXIT_UNDECIDED, out
+    assert status == Exit.UNDECIDED, out
     assert "parity undecided" in out and "more seeds would decide" in out
 
 
@@ -164,7 +164,7 @@ def test_two_seeds_shifted_alike_differ(tmp_path, capsys):
     dirs = pair(tmp_path, lambda s: losses(s, 0.0), lambda s: losses(s, 0.15), seeds=(0, 1), a_evals=None,
                 b_evals=None)
     status, out, _ = check(capsys, *dirs)
-    assert status == EXIT_PARITY_FAILS, out
+    assert status == Exit.PARITY_FAILS, out
     assert "final_loss: differs" in out
 
 
@@ -174,7 +174,7 @@ def test_losses_near_zero_are_not_a_divergence(tmp_path, capsys):
     a = [0.0] * 30
     b = [1e-12] * 30
     status, out, _ = check(capsys, *pair(tmp_path, a, b, a_evals=None, b_evals=None))
-    assert status == EXIT_OK, out
+    assert status == Exit.OK, out
 
 
 def test_steps_are_paired_by_number_not_position(tmp_path, capsys):
@@ -183,7 +183,7 @@ def test_steps_are_paired_by_number_not_position(tmp_path, capsys):
     write_run(tmp_path / "b", framework="ddp", world_size=2, seed=0, losses=a[10:], first_step=11, evals=EVAL)
     status, out, _ = check(capsys, str(tmp_path / "a"), str(tmp_path / "b"), "--allow", "steps")
     assert "steps 11-100" in out
-    assert status == EXIT_OK, out
+    assert status == Exit.OK, out
 
 
 def test_float_chaos_within_the_band_holds(tmp_path, capsys):
@@ -191,14 +191,14 @@ def test_float_chaos_within_the_band_holds(tmp_path, capsys):
     a = curve(200)
     b = [x * (1 + 1e-7 * 10 ** (step / 100)) for step, x in enumerate(a, start=1)]
     status, out, _ = check(capsys, *pair(tmp_path, a, b))
-    assert status == EXIT_OK, out
+    assert status == Exit.OK, out
 
 
 def test_versions_that_differ_are_warned_about(tmp_path, capsys):
     losses = curve()
     dirs = pair(tmp_path, losses, losses, extra_meta={"versions": {"python": "3.11.7", "torch": "2.12.0"}})
     status, out, _ = check(capsys, *dirs)
-    assert status == EXIT_OK and "versions differ (warning): versions.torch 2.13.0+cpu vs 2.12.0" in out
+    assert status == Exit.OK and "versions differ (warning): versions.torch 2.13.0+cpu vs 2.12.0" in out
 
 
 def test_a_calibration_pair_sets_the_band(tmp_path, capsys):
@@ -211,12 +211,12 @@ def test_a_calibration_pair_sets_the_band(tmp_path, capsys):
     a = curve(200)
     b = chaos(1.5)
     dirs = pair(tmp_path, a, b)
-    assert check(capsys, *dirs)[0] == EXIT_PARITY_FAILS
+    assert check(capsys, *dirs)[0] == Exit.PARITY_FAILS
     noisy = chaos(1.0)
     write_run(tmp_path / "c1", framework="ddp", world_size=2, seed=0, losses=a)
     write_run(tmp_path / "c2", framework="ddp", world_size=2, seed=0, losses=noisy)
     status, out, _ = check(capsys, *dirs, "--calibration", str(tmp_path / "c1"), str(tmp_path / "c2"))
-    assert status == EXIT_OK, out
+    assert status == Exit.OK, out
     assert "calibrated" in out
 
 
@@ -230,7 +230,7 @@ def test_a_band_wider_than_the_margin_does_not_stand_in_for_the_end_points(tmp_p
     write_run(tmp_path / "c1", framework="ddp", world_size=2, seed=0, losses=a)
     write_run(tmp_path / "c2", framework="ddp", world_size=2, seed=0, losses=[x * (1 + 3e-4) for x in a])
     status, out, _ = check(capsys, *dirs, "--calibration", str(tmp_path / "c1"), str(tmp_path / "c2"))
-    assert status == EXIT_PARITY_FAILS, out
+    assert status == Exit.PARITY_FAILS, out
     assert "final_loss: differs" in out
 
 
@@ -241,7 +241,7 @@ def test_two_runs_for_one_seed_are_refused(tmp_path, capsys):
     a, b = pair(tmp_path, losses, losses)
     write_run(tmp_path / "b" / "again", framework="ddp", world_size=2, seed=0, losses=losses)
     status, _, err = check(capsys, a, b)
-    assert status == EXIT_USAGE and "two runs for ddp np 2 seed 0" in err
+    assert status == Exit.USAGE and "two runs for ddp np 2 seed 0" in err
 
 
 def test_mismatched_seed_sets_are_refused(tmp_path, capsys):
@@ -249,7 +249,7 @@ def test_mismatched_seed_sets_are_refused(tmp_path, capsys):
     a, b = pair(tmp_path, losses, losses, seeds=(0, 1))
     write_run(tmp_path / "a" / "seed-2", framework="horovod", world_size=2, seed=2, losses=losses)
     status, _, err = check(capsys, a, b)
-    assert status == EXIT_USAGE and "seed sets differ" in err
+    assert status == Exit.USAGE and "seed sets differ" in err
 
 
 @pytest.mark.parametrize(("damage", "message"), [
@@ -267,7 +267,7 @@ def test_damaged_records_are_one_line_errors(tmp_path, capsys, damage, message):
     a, b = pair(tmp_path, losses, losses)
     damage(tmp_path / "b" / "seed-0")
     status, _, err = check(capsys, a, b)
-    assert status == EXIT_USAGE
+    assert status == Exit.USAGE
     assert message in err and len(err.strip().splitlines()) == 1
 
 

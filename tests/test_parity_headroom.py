@@ -21,7 +21,7 @@ from headroom import DEFAULT_BAND_HOLDS, keep, level_headroom, report_headroom, 
 from helpers import run
 
 from compare.analysis.parity import Band
-from compare.names import EXIT_OK
+from compare.names import Exit
 
 JOBS = {"mlp": ["--epochs", "3"], "resnet": ["--steps", "32"], "lm": ["--steps", "64"]}
 
@@ -61,7 +61,7 @@ def test_each_default_keeps_its_headroom_on_fresh_calibration_runs(tmp_path, hor
     result = run([sys.executable, "-m", "compare", "run", "--np", "1,2,4", "--workload", workload, *JOBS[workload],
                   "--seeds", "0,1,2", "--repeats", "0", "--horovod-controller", "gloo", "--out", str(out)],
                  timeout=3500)
-    assert result.returncode == EXIT_OK, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == Exit.OK, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())["analysis"]
     assert {level["band"]["source"] for level in report["levels"]} == {"calibrated"}
     found = report_headroom(report)

@@ -11,7 +11,7 @@ import pytest
 from headroom import keep, report_headroom, shortfalls
 from helpers import ROOT, horovodrun, ok, read_meta, run, torchrun
 
-from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_USAGE
+from compare.names import Exit
 
 pytestmark = pytest.mark.slow
 JOB = ["--workload", "mlp", "--dataset-size", "1024", "--batch-size", "16", "--epochs", "2", "--seed", "3",
@@ -26,7 +26,7 @@ def test_a_divergence_after_step_30_is_caught_and_named(tmp_path, horovod_built)
     ok(horovodrun(2, "gloo", *JOB, "--out", str(tmp_path / "hvd")))
     ok(torchrun(2, *JOB, "--lr-change-at-step", "40", "--lr-change-factor", "1.05", "--out", str(tmp_path / "ddp")))
     result = check(tmp_path / "hvd", tmp_path / "ddp")
-    assert result.returncode == EXIT_PARITY_FAILS, result.stdout + result.stderr
+    assert result.returncode == Exit.PARITY_FAILS, result.stdout + result.stderr
     # The update of step 40 is the first with the changed rate: the loss of step 41 is the first it moves.
     assert "diverges at step 41" in result.stdout, result.stdout
 
@@ -39,13 +39,13 @@ def test_the_same_job_in_bf16_holds_and_a_5_percent_lr_change_fails(tmp_path, ho
     ok(horovodrun(np, "gloo", *job, "--out", str(tmp_path / "hvd")))
     ok(torchrun(np, *job, "--out", str(tmp_path / "ddp")))
     result = check(tmp_path / "hvd", tmp_path / "ddp")
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
     assert "parity holds" in result.stdout and "reduced precision (bf16): floor 0.002" in result.stdout
     if np == 2:
         ok(torchrun(np, *job, "--lr-change-at-step", "40", "--lr-change-factor", "1.05", "--out",
                     str(tmp_path / "lr")))
         changed = check(tmp_path / "hvd", tmp_path / "lr")
-        assert changed.returncode == EXIT_PARITY_FAILS, changed.stdout + changed.stderr
+        assert changed.returncode == Exit.PARITY_FAILS, changed.stdout + changed.stderr
         assert re.search(r"parity fails: diverges at step 4[1-9]", changed.stdout), changed.stdout
 
 
@@ -59,7 +59,7 @@ def test_identical_jobs_hold_over_a_long_run_at_np_1_2_and_4(tmp_path, horovod_b
     result = run([sys.executable, "-m", "compare", "run", "--np", "1,2,4", "--workload", "digits", "--epochs", "5",
                   "--seeds", "0,1,2,3", "--repeats", "0", "--horovod-controller", "gloo", "--out", str(out)],
                  timeout=1400)
-    assert result.returncode == EXIT_OK, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == Exit.OK, result.stdout[-3000:] + result.stderr[-3000:]
     assert "parity holds" in result.stdout
     report = json.loads((out / "report.json").read_text())["analysis"]
     bands = {level["world_size"]: level["band"]["source"] for level in report["levels"]}
@@ -86,7 +86,7 @@ def test_a_run_whose_loss_becomes_nan_is_recorded_as_failed(tmp_path):
 def test_bad_comparison_options_are_refused_before_any_launch(tmp_path, args):
     result = run([sys.executable, "-m", "compare", "run", "--np", "2", *args, "--out", str(tmp_path / "out")],
                  timeout=120)
-    assert result.returncode == EXIT_USAGE, result.stdout + result.stderr
+    assert result.returncode == Exit.USAGE, result.stdout + result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out" / "runs").exists()
 

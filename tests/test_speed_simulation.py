@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compare import defaults
 from compare.analysis.contention import judge_contention
 from compare.analysis.records import RunRecord
 from compare.analysis.sequential import MIXTURE_C, SHORT_MIXTURE_C, log_half_width
@@ -41,8 +42,8 @@ from compare.analysis.simulate_speed import (
     sequential_rule,
 )
 from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
-from compare.commands import options, sequential_rounds
 from compare.commands import run as run_command
+from compare.commands import sequential_rounds
 from compare.commands.cli import build_parser
 from compare.render.speed import error_rate_markdown, speed_sentence
 from workload.record_format import CONTENTION_RECORD, METRICS, RUN_JSON, SCHEMA_VERSION
@@ -305,8 +306,8 @@ def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed,
     --repeats: +-15% at np 2, the short budget's mixture c, its first rounds forced) is the same rule with
     its own target and c."""
     budget, trials = 30, 10
-    precision = options.DEFAULT_PRECISION_MANY if default else 0.20
-    assert PRECISION.first_look == options.DEFAULT_ROUNDS  # the simulated looks are the loop's
+    precision = defaults.DEFAULT_PRECISION_MANY if default else 0.20
+    assert PRECISION.first_look == defaults.DEFAULT_ROUNDS  # the simulated looks are the loop's
     times, others = draw_run(np.random.default_rng(6), MEASURED, trials, budget, slower=1.25)
     logs = round_logs(times, MEASURED.warmup)
     clock = [0.0]

@@ -15,6 +15,7 @@ from compare.analysis.jobs import Difference, JobCheck
 from compare.analysis.judge import ParityVerdict, SeedVerdict
 from compare.analysis.parity import STEP_RTOL
 from compare.analysis.records import jsonable
+from compare.names import Parity
 
 SMALL_GAP = 100  # a gap within this factor of the tolerance grew slowly: noise, not a changed computation
 
@@ -155,7 +156,7 @@ def shape_cause(step: int, seed: SeedVerdict, reduced_precision: bool, small_gap
 def likely_causes(verdict: ParityVerdict) -> list[Cause]:
     """Why the two sides diverged (or are different jobs), most telling first; none where parity holds or is
     undecided on the same job."""
-    if verdict.outcome in ("holds", "undecided") and verdict.job.same_job:
+    if verdict.outcome in (Parity.HOLDS, Parity.UNDECIDED) and verdict.job.same_job:
         return []
     first = verdict.first_divergence
     # In reduced precision one changed rounding can part bit-identical histories by 1e-3 at once: no such rule.

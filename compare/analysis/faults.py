@@ -8,14 +8,13 @@ Pure: takes run records and what the launch reported, returns a FaultResult; the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from compare.analysis.parity import stepwise
 from compare.analysis.records import RunRecord
+from compare.defaults import FAULT_STEP, out_default
 
-FAULT_STEP, FAULT_RANK = 13, 1
 FAULTS_JSON = "faults.json"  # what `compare faults` writes into its --out, which `compare report` reads
-DEFAULT_FAULTS_OUT = Path("results") / "faults"
+DEFAULT_FAULTS_OUT = out_default("faults")
 # Scenarios a framework is known not to recover from (docs/fault-tolerance.md): reported, not a failure.
 EXPECTED_NOT_TO_RECOVER = {
     ("horovod", "hang"): "elastic Horovod waits for a stopped worker, which never exits; only the launch's time "

@@ -38,6 +38,7 @@ from compare.analysis.parity import (
 )
 from compare.analysis.records import RecordError, RunRecord, jsonable
 from compare.analysis.rounding import printed_units
+from compare.names import Parity
 
 Group = dict[int, RunRecord]  # seed -> run
 
@@ -81,7 +82,7 @@ class SeedVerdict:
 
 @dataclass(frozen=True)
 class ParityVerdict:
-    outcome: str  # "holds" | "fails" | "undecided" | "different jobs"
+    outcome: Parity
     a: str
     b: str
     job: JobCheck
@@ -302,19 +303,19 @@ def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None =
                          only)
 
 
-def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, EquivalenceResult]) -> str:
+def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, EquivalenceResult]) -> Parity:
     if not job.same_job:
-        return "different jobs"
+        return Parity.DIFFERENT_JOBS
     if not all(s.passed or s.failed_alike is not None for s in seeds) or \
             any(r.outcome == "differs" for r in end_points.values()):
-        return "fails"
+        return Parity.FAILS
     if any(s.failed_alike is not None for s in seeds):
-        return "undecided"  # they trained alike and failed alike: a failed run cannot show parity
+        return Parity.UNDECIDED  # they trained alike and failed alike: a failed run cannot show parity
     if any(r.outcome == "undecided" for r in end_points.values()) or any(s.losses.too_gappy for s in seeds):
-        return "undecided"
+        return Parity.UNDECIDED
     if not end_points and not all(s.losses.full_power for s in seeds):
-        return "undecided"  # no end points to test, and the band lost its power before the end
-    return "holds"
+        return Parity.UNDECIDED  # no end points to test, and the band lost its power before the end
+    return Parity.HOLDS
 
 
 def group_by_seed(runs: list[RunRecord], side: str) -> Group:

@@ -14,6 +14,7 @@ from compare.analysis.judge import judge as judge_parity
 from compare.analysis.parity import Band, stepwise
 from compare.analysis.records import RunRecord
 from compare.analysis.timing import speed_ratio
+from compare.names import Parity
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Feature:
 @dataclass
 class FeatureJudgement:
     feature: Feature
-    outcome: str | None  # the parity judge's ("holds", "fails", ...); None: not expected to hold, not judged
+    outcome: Parity | None  # the parity judge's; None: not expected to hold, not judged
     gap: float | None = None  # step-wise max relative loss difference
     speed_ratio: float | None = None  # Horovod / DDP median step time
     effect: dict = field(default_factory=dict)  # as matrix.json keeps it
@@ -62,7 +63,7 @@ def judge_feature(feature: Feature, hvd: RunRecord, ddp: RunRecord, *, warmup: i
     gaps = [e.gap for e in seed.evals if e.metric == "eval_loss"]
     judged = FeatureJudgement(feature, verdict.outcome, gap=seed.losses.max_rel_diff, speed_ratio=ratio,
                               effect={"eval_max_rel_diff": max(gaps, default=None)},
-                              comparison=None if verdict.outcome == "holds" else verdict.to_dict(),
+                              comparison=None if verdict.outcome is Parity.HOLDS else verdict.to_dict(),
                               steps_compared=seed.losses.n_common, evaluations_compared=len(seed.evals) // 2)
     if feature.kind == "tuning" and baseline is not None:
         judged.effect |= {
@@ -84,4 +85,4 @@ def judge_resume(feature: Feature, full: dict[str, RunRecord], resumed: dict[str
         directions.append((direction, first + 1, result.max_rel_diff))
     gaps = [gap for _, _, gap in directions]
     passed = all(g is not None and g <= rtol for g in gaps)
-    return FeatureJudgement(feature, "holds" if passed else "fails", gap=max(gaps), resumed=directions)
+    return FeatureJudgement(feature, Parity.HOLDS if passed else Parity.FAILS, gap=max(gaps), resumed=directions)

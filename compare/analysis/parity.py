@@ -31,15 +31,7 @@ from scipy import stats
 
 from compare.analysis.records import jsonable
 from compare.analysis.rounding import coarsest, printed_units, slack
-
-STEP_RTOL = 1e-5
-"""The tolerance floor on the relative loss difference at any step (float32 epsilon is 1.19e-7; PyTorch's own
-DDP tests compare parameters after every step with rtol 1.3e-6)."""
-
-STEP_K = 20
-"""The default band's first steps, judged at the floor alone. A calibrated band applies from step 1: where the
-job's own calibration pairs already part within these steps (one seed of the digits reference jumps from 1e-7
-to 2e-5 at step 9, and its one-ulp pair does the same), the floor alone would call that noise a divergence."""
+from compare.defaults import DEFAULT_MARGINS, STEP_K, STEP_RTOL  # the floor, its first steps, the margins
 
 ATOL = 1e-7
 """Absolute floor: two losses closer than this (float32 resolution at a loss of 1) never diverge, however
@@ -121,10 +113,6 @@ MIN_OVERLAP = 5
 GAPS_UNDECIDED = 0.5
 """Where one side's gaps (compare `missing_ranges`) hold more than this fraction of the other side's steps
 inside the common range, the seed is undecided: too little of the run was seen on both sides to hold."""
-
-DEFAULT_MARGINS = {"final_loss": ("relative", 0.02), "eval_loss": ("relative", 0.02),
-                   "eval_accuracy": ("absolute", 0.01)}
-"""Equivalence margins when the user states none: 2% of a loss, 1 point of accuracy."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from compare.analysis.judge import Group, judge
 from compare.analysis.parity import DEFAULT_MARGINS, STEP_K, STEP_RTOL, Band, calibrated_band
 from compare.analysis.records import FINAL_LOSS_STEPS, RunRecord
 from compare.analysis.summary import calibration_bands, pair_band
+from compare.names import Parity
 
 Phase = tuple[tuple[float, float], tuple[float, float]]  # (onset step range, steps per tenfold range)
 
@@ -150,9 +151,11 @@ class Case:
         return self.kind == "identical"
 
     @property
-    def wrong_verdicts(self) -> tuple[str, ...]:
+    def wrong_verdicts(self) -> tuple[Parity, ...]:
         """The verdicts that are wrong for this case."""
-        return ("fails",) if self.same_job else ("holds", "undecided") if self.kind == "jump" else ("holds",)
+        if self.same_job:
+            return (Parity.FAILS,)
+        return (Parity.HOLDS, Parity.UNDECIDED) if self.kind == "jump" else (Parity.HOLDS,)
 
 
 CASES: dict[str, Case] = {c.name: c for c in (
@@ -344,12 +347,12 @@ def band_for(trial: Trial, path: str) -> Band:
     return Band("default")
 
 
-def outcome(trial: Trial, path: str) -> str:
+def outcome(trial: Trial, path: str) -> Parity:
     """The verdict the real judge gives these records along this path."""
     return judge(trial.a, trial.b, band=band_for(trial, path), a_name="horovod", b_name="ddp").outcome
 
 
-def wrong(case: Case, verdict: str) -> bool:
+def wrong(case: Case, verdict: Parity) -> bool:
     """A false 'fails' for the same job (anything but holds or undecided), a false 'holds' for another, and
     anything but 'fails' for a late jump."""
     return verdict in case.wrong_verdicts

@@ -33,9 +33,9 @@ from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
 from compare.analysis.sequential import MIXTURE_C, confidence_sequence
 from compare.analysis.timing import launch_median, rounds_ratio
+from compare.defaults import MIN_ROUNDS  # the rounds a speed verdict needs
 from compare.names import FRAMEWORKS
 
-MIN_ROUNDS = 3  # fewer rounds give a t interval too wide to say anything (t(0.975, 1 df) = 12.7)
 SEQUENTIAL_RECORD = "sequential.json"  # OUT/runs/: the --precision / --time-budget design and why it stopped
 
 

@@ -16,7 +16,7 @@ from compare.analysis.records import RecordError, RunRecord, jsonable
 from compare.analysis.speed_figures import add_speed
 from compare.analysis.time_to_target import Target, time_to_target
 from compare.analysis.tradeoffs import TradeoffInputs, tradeoffs
-from compare.names import FRAMEWORKS, JUDGED, display
+from compare.names import FRAMEWORKS, JUDGED, Parity, display
 
 Group = dict[int, RunRecord]  # seed -> run
 
@@ -170,22 +170,22 @@ def summary_rows(levels: list[dict]) -> list[dict]:
     return rows
 
 
-ORDER = ("different jobs", "fails", "undecided")
+WORST_FIRST = (Parity.DIFFERENT_JOBS, Parity.FAILS, Parity.UNDECIDED, Parity.HOLDS)
 
 
-def overall_parity(levels: list[dict]) -> str:
-    """"holds" | "fails" | "undecided" | "different jobs": the worst outcome over the Horovod vs DDP
+def overall_parity(levels: list[dict]) -> Parity:
+    """The worst outcome over the Horovod vs DDP
     comparisons. A comparison with the single-process reference supports them: it can make the verdict fail
     (one side does not train what one process trains), but its own chaos running out of power (the
     reference is far more chaotic than either framework) adds no doubt about Horovod vs DDP."""
     comparisons = [c for level in levels for c in level["comparisons"].values()]
     main = [c for c in comparisons if c["b"] != "reference"]
-    outcomes = [c["outcome"] for c in (main or comparisons)]
-    outcomes += [c["outcome"] for c in comparisons if c["b"] == "reference" and main
-                 and c["outcome"] in ("fails", "different jobs")]
+    outcomes = {Parity(c["outcome"]) for c in (main or comparisons)}
+    outcomes |= {Parity(c["outcome"]) for c in comparisons if c["b"] == "reference" and main
+                 and c["outcome"] in (Parity.FAILS, Parity.DIFFERENT_JOBS)}
     if not outcomes:
-        return "undecided"
-    return next((o for o in ORDER if o in outcomes), "holds")
+        return Parity.UNDECIDED
+    return next(outcome for outcome in WORST_FIRST if outcome in outcomes)
 
 
 def coverage_notes(groups: dict[tuple[str, int], Group]) -> list[str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from compare import defaults
 from compare.analysis.contention import judge_contention, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import FINAL_LOSS_STEPS, RunRecord, jsonable
@@ -53,10 +54,8 @@ class Target:
         return value >= self.value if METRICS[self.metric].higher_is_better else value <= self.value
 
 
-# `--target` without a value: what the workload's default job reaches within a few epochs on one worker
-# (digits: 0.89 after 3 epochs, 0.96 after 4; mlp: 0.64 after 1, 0.70 after 2). resnet, lm and plug-ins
-# have none: their users name one.
-DEFAULT_TARGETS = {"digits": Target("eval_accuracy", 0.9), "mlp": Target("eval_accuracy", 0.6)}
+# `--target` without a value: the workload's own (compare/defaults.py says which and why).
+DEFAULT_TARGETS = {workload: Target(metric, value) for workload, (metric, value) in defaults.DEFAULT_TARGETS.items()}
 
 
 class Origin(str, Enum):

@@ -54,7 +54,7 @@ from compare.analysis.timing import breakdown, measured
 from compare.commands.bench_settings import PARTS, QUICK, Settings
 from compare.launch.lines import Launch, benchmark_launch, build_launch
 from compare.launch.process import Outcome, run_launch
-from compare.names import EXIT_OK, EXIT_RUN_FAILED
+from compare.names import Exit
 from compare.render.bench import markdown, terminal_summary
 from workload import record_format
 from workload.errors import UsageError
@@ -336,16 +336,16 @@ def settings_from(ns: argparse.Namespace) -> Settings:
     load_workload(ns.workload)  # a plug-in that cannot be loaded is one line, before any launch
     settings = replace(base, workload=ns.workload, batch_size=ns.batch_size, threads=ns.threads,
                        timeout=ns.timeout, parts=tuple(p for p in base.parts if p not in ns.skip))
-    for name in ("steps", "rounds", "sweep_rounds"):
-        if getattr(ns, name, None) is not None:
-            settings = replace(settings, **{name: getattr(ns, name)})
+    for name, given in (("steps", "overhead_steps"), ("rounds", "rounds"), ("sweep_rounds", "sweep_rounds")):
+        if getattr(ns, given, None) is not None:
+            settings = replace(settings, **{name: getattr(ns, given)})
     for flag, value in (("--batch-size", settings.batch_size), ("--threads", settings.threads),
                         ("--rounds", settings.rounds), ("--sweep-rounds", settings.sweep_rounds),
                         ("--timeout", settings.timeout)):
         if value <= 0:
             raise UsageError(f"{flag} must be positive, got {value}")
     if settings.steps <= settings.warmup:
-        raise UsageError(f"--steps must exceed the {settings.warmup} warm-up steps, got {settings.steps}")
+        raise UsageError(f"--overhead-steps must exceed the {settings.warmup} warm-up steps, got {settings.steps}")
     return settings
 
 
@@ -395,4 +395,4 @@ def run_bench(ns: argparse.Namespace) -> int:
     write_atomic(ns.out / "bench.md", text)
     print("\n".join(terminal_summary(result)))
     print(f"bench: {ns.out / 'bench.md'}  (also bench.json{', tuned.json' if sweeps else ''})")
-    return EXIT_RUN_FAILED if bench.failures else EXIT_OK
+    return Exit.RUN_FAILED if bench.failures else Exit.OK

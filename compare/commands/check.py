@@ -12,7 +12,7 @@ from compare.analysis.judge import group_by_seed, judge
 from compare.analysis.parity import Band, calibrated_band
 from compare.analysis.records import RecordError, RunRecord, find_runs, load_run
 from compare.commands.arguments import analysis_settings
-from compare.names import EXIT_RUN_FAILED, Parity
+from compare.names import Exit, Parity
 from compare.render.causes import cause_lines
 from compare.render.verdicts import band_text, comparison_summary, end_point_line, job_lines, seed_line
 from workload.record_format import RUN_JSON
@@ -59,7 +59,7 @@ def main(ns: argparse.Namespace) -> int:
     for run in failed:
         print(f"run failed: {run.path} ({run.status}: {run.error or 'no error recorded'})", file=sys.stderr)
     if failed:
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
     for run in side_a + side_b:
         if diverged(run):
             print(f"note: {run.path}: {run.error}; judged on its records")
@@ -79,7 +79,7 @@ def main(ns: argparse.Namespace) -> int:
         print(end_point_line(name, end_point))
     for cause in cause_lines([cause.to_dict() for cause in likely_causes(verdict)]):
         print(f"likely cause: {cause}")
-    outcome = Parity(verdict.outcome)
+    outcome = verdict.outcome
     # a divergence beyond the onset bound is a jump no float chaos makes: a finding with or without calibration
     if outcome is Parity.FAILS and band.source == "default" and \
             any(not s.losses.passed and not s.losses.onset_caught for s in verdict.seeds):

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from compare.commands.options import COMMAND_SPECS, Command, options_of, out_default
+from compare.commands.options import COMMAND_SPECS, Command, options_of
+from compare.defaults import out_default
 from compare.names import Exit
 from workload.optionspec import Parser
 
@@ -67,12 +68,12 @@ def add_command(commands: argparse._SubParsersAction, name: str, spec: Command) 
     for option in options_of(name):
         if option.group not in groups:
             groups[option.group] = parser.add_argument_group(option.group)
-        kwargs = dict(option.kwargs)
-        if option.flags == ("--out",) and "default" not in kwargs and not kwargs.get("required"):
-            kwargs["default"] = out_default(name)
-        if option.hidden:
-            kwargs["help"] = argparse.SUPPRESS
-        text = kwargs.pop("help", option.help.replace("%", "%%"))  # argparse %-formats help: a % is text here
+        kwargs, text = dict(option.kwargs), option.help
+        if "--out" in option.flags:  # what it holds is the command's; where, by default: results/COMMAND
+            text = spec.writes
+            if not spec.out_beside_input:
+                kwargs["default"] = out_default(name)
+        text = argparse.SUPPRESS if option.hidden else text.replace("%", "%%")  # argparse %-formats help
         groups[option.group].add_argument(*option.flags, help=text, **kwargs)
     if spec.workload_options:
         from workload.options import add_arguments  # the training options, passed on to every launch

@@ -22,18 +22,16 @@ from pathlib import Path
 
 from compare.analysis.faults import (
     EXPECTED_NOT_TO_RECOVER,
-    FAULT_RANK,
-    FAULT_STEP,
     FAULTS_JSON,
     FaultResult,
     judge_fault,
 )
 from compare.analysis.records import RecordError, load_run
-from compare.commands.options import SCENARIOS
+from compare.defaults import FAULT_RANK, FAULT_STEP, SCENARIOS
 from compare.launch.lines import recovery_launch
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
-from compare.names import EXIT_OK, EXIT_RUN_FAILED
+from compare.names import Exit
 from compare.render.blocks import render_markdown
 from compare.render.faults import fault_table, faults_markdown
 from workload.errors import UsageError
@@ -61,7 +59,7 @@ def run_faults(ns: argparse.Namespace) -> int:
         clean_outcome = run_launch(clean_launch, ns.timeout)
         if not clean_outcome.ok:
             print(f"  {clean_outcome.describe()}", file=sys.stderr)
-            return EXIT_RUN_FAILED
+            return Exit.RUN_FAILED
         clean = load_run(clean_dir)
         for scenario in ns.scenarios:
             run_dir = out / f"{framework}-{scenario}"
@@ -90,7 +88,7 @@ def run_faults(ns: argparse.Namespace) -> int:
     write_faults(out, results, commands, ns)
     print(render_markdown([fault_table(results)]))
     print(f"faults: {out / 'faults.md'}  (also {FAULTS_JSON})")
-    return EXIT_OK if all(r.as_expected for r in results) else EXIT_RUN_FAILED
+    return Exit.OK if all(r.as_expected for r in results) else Exit.RUN_FAILED
 
 
 def heartbeat(run_dir: Path, limit: float) -> Callable[[], None]:

@@ -12,6 +12,7 @@ import sys
 
 from compare.importers import Fields, LogFormatError, build_record, parse_option, read_series
 from compare.importers import source_digest as digest_of
+from compare.names import Exit
 from workload.errors import UsageError
 from workload.options import check_writable
 from workload.record_format import write_metrics, write_run_json
@@ -66,7 +67,7 @@ def main(ns: argparse.Namespace) -> int:
     if every != 1:
         print(f"python -m compare: note: the log has a loss every {every or 'irregular number of'} steps; "
               "compare check judges the steps that both sides logged", file=sys.stderr)
-    return 0
+    return Exit.OK
 
 
 def read_as(fields: dict[str, str]) -> str:

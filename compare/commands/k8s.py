@@ -6,6 +6,8 @@ import argparse
 import sys
 from dataclasses import replace
 
+from compare.names import Exit
+
 
 def main(ns: argparse.Namespace) -> int:
     from compare.launch import k8s
@@ -23,8 +25,8 @@ def main(ns: argparse.Namespace) -> int:
                           trainjob_runtime=ns.trainjob_runtime)
     files = k8s.manifests(cluster, options)  # raises UsageError before anything is written
     argv = sys.argv[sys.argv.index("k8s") + 1:] if "k8s" in sys.argv else []
-    for path in k8s.write_manifests(ns.output_dir, files, k8s.command_line(argv)):
+    for path in k8s.write_manifests(ns.out, files, k8s.command_line(argv)):
         print(path)
     print(f"{cluster.workers} pods x {cluster.procs_per_worker} processes = world size {cluster.world_size} "
           "on each side; results in /results/runs/horovod and /results/runs/ddp")
-    return 0
+    return Exit.OK

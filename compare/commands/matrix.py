@@ -18,7 +18,7 @@ from compare.analysis.records import RecordError, RunRecord, load_run
 from compare.commands.arguments import analysis_settings
 from compare.launch.lines import build_launch
 from compare.launch.process import run_launch
-from compare.names import EXIT_OK, EXIT_PARITY_FAILS, EXIT_RUN_FAILED, FRAMEWORKS
+from compare.names import FRAMEWORKS, Exit, Parity
 from compare.render.blocks import render_markdown
 from compare.render.matrix import Row, feature_row, matrix_markdown, matrix_table
 from workload.errors import UsageError
@@ -133,8 +133,8 @@ def run_matrix(ns: argparse.Namespace) -> int:
     print(render_markdown([matrix_table(rows)]))
     print(f"matrix: {out / 'matrix.md'}  (also matrix.json)")
     if any(r.verdict == "failed" for r in rows):
-        return EXIT_RUN_FAILED
-    return EXIT_PARITY_FAILS if any(r.verdict == "parity fails" for r in rows) else EXIT_OK
+        return Exit.RUN_FAILED
+    return Exit.PARITY_FAILS if any(r.outcome is Parity.FAILS for r in rows) else Exit.OK
 
 
 def past_one_epoch(base: Options, steps: int) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from compare.install import require_comparison
 from compare.loss_lines import LossLogError, compile_patterns
 from compare.migrate.migration import Flag, Migration
-from compare.names import EXIT_NEEDS_A_PERSON, EXIT_OK, EXIT_RUN_FAILED
+from compare.names import Exit, LaunchedBy
 from compare.verify.launch_mode import LaunchMode, Undecided, decide
 from compare.verify.step_times import ThroughputRegexError, compile_throughput
 from workload.errors import UsageError
@@ -38,8 +38,8 @@ def _check_options(ns: argparse.Namespace) -> None:
     if ns.script_args and not ns.verify:
         raise UsageError(f"unexpected arguments {' '.join(ns.script_args)} (script arguments go after -- with "
                          "--verify)")
-    if ns.np <= 0 or ns.timeout <= 0:
-        raise UsageError("--np and --timeout must be positive")
+    if ns.verify_np <= 0 or ns.timeout <= 0:
+        raise UsageError("--verify-np and --timeout must be positive")
     if ns.speed_rounds < 0 or ns.warmup < 0:
         raise UsageError("--speed-rounds and --warmup must be >= 0")
     if (ns.speed_rounds or ns.throughput_regex) and not ns.verify:
@@ -72,7 +72,7 @@ def _check_where(ns: argparse.Namespace) -> None:
         if (why := unavailable()) is not None:
             raise UsageError(f"--scheduler slurm: {why}")
     if ns.device == "cuda":
-        _check_cuda(ns.np, local=ns.scheduler == "local")
+        _check_cuda(ns.verify_np, local=ns.scheduler == "local")
 
 
 def _check_cuda(np: int, *, local: bool) -> None:
@@ -84,8 +84,8 @@ def _check_cuda(np: int, *, local: bool) -> None:
         raise UsageError("--device cuda: torch sees no CUDA device here (use --device cpu, or --scheduler slurm "
                          "for GPUs on a cluster's nodes)")
     if local and np > torch.cuda.device_count():
-        raise UsageError(f"--device cuda at --np {np}: torch sees {torch.cuda.device_count()} CUDA device(s) here, "
-                         "one a rank")
+        raise UsageError(f"--device cuda at --verify-np {np}: torch sees {torch.cuda.device_count()} CUDA device(s) "
+                         "here, one a rank")
     try:
         import horovod.torch as hvd
 
@@ -119,7 +119,7 @@ def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, Launch
         mode = decide(tree.launch_facts(), ns.script_args, ns.launch_mode) if ns.verify else None
     except Undecided as exc:
         raise UsageError(f"{entry}: {exc}") from None
-    if mode is not None and ns.scheduler == "slurm" and (mode.mode != "cli" or mode.original_prefix):
+    if mode is not None and ns.scheduler == "slurm" and (mode.mode is not LaunchedBy.CLI or mode.original_prefix):
         raise UsageError(f"--scheduler slurm: {entry.name} starts its own workers ({mode.why}); only a horovodrun "
                          "script runs as Slurm jobs here")
     return tree, mode
@@ -141,17 +141,17 @@ def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: P
         print("migrate: not verified: the original's Trainer runs on Horovod's Lightning accelerator, which "
               "Lightning 2 no longer has, so it cannot run here; run the migrated script under torchrun",
               file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
     if migration.has_sync_batchnorm and ns.device != "cuda":
         print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's runs "
               "on CPU): give --device cuda", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
 
     verify_out = (ns.verify_out or Path("results/migrate") / ns.script.resolve().stem).resolve()
     migrated_args = shlex.split(ns.ddp_args) if ns.ddp_args is not None else None
-    return verify(original, out, ns.script_args, verify_out, np=ns.np, mode=mode, roots=roots,
+    return verify(original, out, ns.script_args, verify_out, np=ns.verify_np, mode=mode, roots=roots,
                   migrated_args=migrated_args, device=ns.device, where=_where(ns),
-                  controller=ns.horovod_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
+                  controller=ns.verify_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
                   eval_regex=ns.eval_regex, step_from=ns.step_from, speed_rounds=ns.speed_rounds,
                   warmup=ns.warmup, throughput_regex=ns.throughput_regex)
 
@@ -182,7 +182,7 @@ def _main_tree(ns: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
         print(f"migrate: {summary_line(tree)} (a diff: nothing written)", file=sys.stderr)
         _print_flags(list(tree.flags))
-        return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
+        return Exit.NEEDS_A_PERSON if partial else Exit.OK
     out = root if ns.in_place else (ns.out or root.with_name(f"{root.resolve().name}_ddp"))
     report = render_tree(tree, str(root), str(out), script_args=ns.script_args or None, in_place=ns.in_place)
     if ns.in_place:
@@ -194,12 +194,12 @@ def _main_tree(ns: argparse.Namespace) -> int:
     if ns.verify and partial:
         print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
               file=sys.stderr)
-        return EXIT_NEEDS_A_PERSON
+        return Exit.NEEDS_A_PERSON
     if ns.verify:
         assert mode is not None
         return _verify(ns, tree.files[0].migration, root.resolve() / ns.entry, out.resolve() / ns.entry, mode,
                        roots={"horovod": root.resolve(), "ddp": out.resolve()})
-    return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
+    return Exit.NEEDS_A_PERSON if partial else Exit.OK
 
 
 def main(ns: argparse.Namespace) -> int:
@@ -210,7 +210,7 @@ def main(ns: argparse.Namespace) -> int:
         if ns.launch is None:
             raise UsageError("give a PATH to migrate, or --launch \"horovodrun ...\"")
         print("\n".join(torchrun_lines(ns.launch)))
-        return EXIT_OK
+        return Exit.OK
     if not ns.script.exists():
         raise UsageError(f"{ns.script}: no such file or directory")
     _check_options(ns)
@@ -228,7 +228,7 @@ def main(ns: argparse.Namespace) -> int:
             sys.stdout.buffer.write(tree.diff())
             sys.stdout.buffer.flush()
         _print_flags([(None, flag) for _, flag in tree.flags])
-        return EXIT_NEEDS_A_PERSON if tree.flags and not ns.allow_partial else EXIT_OK
+        return Exit.NEEDS_A_PERSON if tree.flags and not ns.allow_partial else Exit.OK
     out, report = _output_paths(ns)
     # Everything is decided before anything is written.
     tree, mode = _migrate(ns, ns.script)
@@ -245,8 +245,8 @@ def main(ns: argparse.Namespace) -> int:
     if ns.verify and partial:
         print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
               file=sys.stderr)
-        return EXIT_NEEDS_A_PERSON
+        return Exit.NEEDS_A_PERSON
     if ns.verify:
         assert mode is not None
         return _verify(ns, migration, ns.script.resolve(), out.resolve(), mode)
-    return EXIT_NEEDS_A_PERSON if partial else EXIT_OK
+    return Exit.NEEDS_A_PERSON if partial else Exit.OK

@@ -2,11 +2,16 @@
 of --help and the commands that take it. The parsers are derived from this table (compare/commands/cli.py), as
 the training options' are from workload/options.py, whose fields `run` and `k8s` take as they are.
 
-An option two commands share (`--timeout`, `--out`, `--np`, `--horovod-controller`, the analysis options) is
-one entry with one default, whatever the command. The table imports no command, no analysis and no torch:
-`--help` is built from it alone, and the command's own module is imported only to run it.
-Defaults that belong to the analysis (the tolerance floor, the margins, the targets) or the launchers (Slurm)
-are written here and pinned to their homes by tests/test_cli_options.py.
+Each flag is one entry with one default, whatever the command (tests/test_cli_options.py holds it): an option
+several commands take means the same in each, and where a command needs another default it is another option
+with its own name (`compare migrate --verify-np`, not `--np`). Defaults that the analysis, the launchers or the
+readers use too are theirs and the table's alike, declared once in compare/defaults.py. The table imports no
+command, no analysis and no torch: `--help` is built from it alone, and the command's own module is imported
+only to run it.
+
+To declare an option: one `opt(...)` below, with the flags, help, the commands that take it (`commands=`), the
+--help section (`group=`) and argparse's keywords (type, default, choices, action, metavar...); a default other
+code reads goes in compare/defaults.py and is imported here. Its value arrives as `ns.<flag's name>`.
 """
 
 from __future__ import annotations
@@ -18,42 +23,46 @@ from typing import Any
 
 from compare.commands.arguments import frameworks, int_list, margin, precision, target, word_list
 from compare.commands.bench_settings import PARTS, QUICK, Settings
-from compare.names import FRAMEWORKS
+from compare.defaults import (
+    DDP_FORMS,
+    DEFAULT_BUDGET_S,
+    DEFAULT_MARGINS,
+    DEFAULT_PRECISION,
+    DEFAULT_PRECISION_MANY,
+    DEFAULT_ROUNDS,
+    DEFAULT_SEEDS,
+    DEFAULT_TARGETS,
+    DEFAULT_TIMED_S,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WARMUP,
+    FAULT_STEP,
+    HOROVOD_FORMS,
+    IMPORT_FORMATS,
+    MIN_ROUNDS,
+    ON_RESTART,
+    SCENARIOS,
+    SLURM_NODES,
+    STEP_FROM,
+    STEP_K,
+    STEP_RTOL,
+    SWEEP_WIDTHS,
+)
+from compare.names import FRAMEWORKS, LaunchedBy
 from workload.builtin import WORKLOAD_METAVAR
 
-# Defaults that code outside the parser reads too (run.py's plan; the faults scenarios).
-DEFAULT_SEEDS = (0, 1, 2)  # compare run's seeds, unless --seed or --seeds says otherwise
-DEFAULT_TIMEOUT = 600.0  # seconds for one launch: a slow launch of the default job takes a fraction of it
-DEFAULT_ROUNDS = 4  # the fixed design's speed rounds, and the sequential default's first look (docs/benchmarks.md)
-DEFAULT_TIMED_S = 2.0  # seconds of steady state a speed launch times (docs/benchmarks.md: the window study)
-# The default comparison's speed rounds: until each world size's interval is this precise (world size -> +-fraction;
-# larger sizes are noisier, two ranks sharing two cores), or this budget is spent (issue 43: about 4 minutes here,
-# the parity launch included; docs/benchmarks.md, "Intervals that decide").
-DEFAULT_PRECISION = {1: 0.10}
-DEFAULT_PRECISION_MANY = 0.15
-DEFAULT_BUDGET_S = 240.0
-SWEEP_WIDTHS = (32, 256, 1024, 2048, 4096)  # --sweep-model-size: gradients of 14 KB, 0.34 MB, 4.5 MB, 17 MB, 68 MB
-SCENARIOS = ("kill", "exit", "hang")  # compare faults: what happens to the worker
-# Pinned to their homes by tests/test_cli_options.py: compare/analysis/parity.py, time_to_target.py,
-# compare/launch/slurm.py, importers.py and loss_lines.py, none of which --help may import.
-STEP_RTOL, STEP_K = 1e-5, 20
-MARGINS_SHOWN = "final_loss=2%, eval_loss=2%, eval_accuracy=0.01"
-TARGETS_SHOWN = "digits eval_accuracy=0.9, mlp eval_accuracy=0.6"
-HOROVOD_FORMS, DDP_FORMS = ("srun", "mpirun"), ("torchrun", "srun")
-# compare/importers.py's FORMATS and compare/loss_lines.py's STEP_FROM (both import what --help must not).
-MIGRATE_LAUNCH_MODES = ("auto", "cli", "api")  # compare/verify/launch_mode.py's MODES
-SPEED_MIN_ROUNDS = 3  # compare/analysis/speed.py's MIN_ROUNDS: rounds a speed verdict needs
-IMPORT_FORMATS, STEP_FROM = ("tensorboard", "csv", "jsonl", "text", "mlflow"), ("log", "order")
-ON_RESTART = ("keep-last", "keep-first")  # compare/loss_lines/recording.py's
+# The analysis's defaults as --help shows them: "final_loss=2%, ..." and "digits eval_accuracy=0.9, ...".
+MARGINS_SHOWN = ", ".join(f"{name}={value * 100:g}%" if kind == "relative" else f"{name}={value:g}"
+                          for name, (kind, value) in DEFAULT_MARGINS.items())
+TARGETS_SHOWN = ", ".join(f"{workload} {metric}={value:g}"
+                          for workload, (metric, value) in DEFAULT_TARGETS.items())
 
 ANALYSIS = "analysis (docs/parity.md)"
 TARGET = "time to target (docs/benchmarks.md)"
 SPEED = "speed (docs/benchmarks.md)"
 SCHEDULER = "scheduler (docs/slurm.md)"
 FIELDS = "where the values are (column, key or tag names)"
-TEXT = "text logs (docs/own-job.md: prefixes, ranks, how steps are numbered)"
+TEXT = "text logs and printed lines (docs/own-job.md: prefixes, ranks, how steps are numbered)"
 CLUSTER = "cluster"
-RESULTS = Path("results")  # `--out`'s default: results/COMMAND
 
 
 MIGRATE_EPILOG = """examples:
@@ -92,6 +101,8 @@ class Command:
     # What this command does with a training option, added to that option's help (flag -> words).
     workload_notes: dict[str, str] = field(default_factory=dict)
     entry: str = "main"
+    writes: str = ""  # what goes where --out says (its help), for a command that takes --out
+    out_beside_input: bool = False  # --out's default is beside the input (migrate's), not results/COMMAND
 
 
 COMMAND_SPECS: dict[str, Command] = {
@@ -100,7 +111,8 @@ COMMAND_SPECS: dict[str, Command] = {
                    "seed in one launch, then judge parity and speed and write the report.", "run",
                    workload_options=True,
                    workload_notes={"--seeds": f"compare run: {','.join(map(str, DEFAULT_SEEDS))}, or the one "
-                                              "--seed given"}),
+                                              "--seed given"},
+                   writes="the run records, the report and its figures"),
     "check": Command("parity of two existing run records",
                      "Decide whether two sets of run records train the same job the same way.", "check"),
     "report": Command("rebuild the report from run records",
@@ -108,27 +120,32 @@ COMMAND_SPECS: dict[str, Command] = {
                       "OUT, or any tree of runs), with new analysis options if given.", "report"),
     "matrix": Command("every feature on both sides at np 2",
                       "Run each training feature in its idiomatic form on both frameworks (np 2, mlp unless "
-                      "--workload) and write matrix.json and matrix.md.", "matrix"),
+                      "--workload) and write matrix.json and matrix.md.", "matrix",
+                      writes="the run records, matrix.json and matrix.md"),
     "faults": Command("the same faults on both frameworks' recovery paths",
                       "Kill, exit or stop a worker of each framework at np 2 and report recovery (torchrun "
-                      "--max-restarts with checkpoints; elastic Horovod).", "faults"),
+                      "--max-restarts with checkpoints; elastic Horovod).", "faults",
+                      writes="the run records, faults.json and faults.md"),
     "bench": Command("measure each framework against its limits, tune both, and the harness's own cost",
                      "Measure each framework against its limits on this machine (allreduce bandwidth, the bare "
                      "loops, the project's overhead) and tune both (docs/benchmarks.md).", "bench",
-                     entry="run_bench"),
+                     entry="run_bench", writes="the launches' records, bench.json, bench.md and tuned.json"),
     "k8s": Command("write Kubeflow manifests for both sides (MPIJob, PyTorchJob, TrainJob)",
                    "Write an MPIJob (Horovod through mpirun), a PyTorchJob and a TrainJob (DDP through torchrun) "
                    "that train the same job with the same options, a results volume claim and a pod to read it. "
                    "Nothing is applied: `kubectl apply -f DIR/...` does that (docs/kubernetes.md).", "k8s",
-                   workload_options=True),
+                   workload_options=True, writes="the manifests"),
     "import": Command("a run record from an existing log (TensorBoard, CSV, JSON lines, text, MLflow)",
                       "Turn the log of a run made elsewhere into a run record that `compare check` and `compare "
                       "report` read. What the log cannot tell (step times, the global batch, the machine) is left "
-                      "empty and listed in run.json's \"imported\" entry.", "import_records"),
+                      "empty and listed in run.json's \"imported\" entry.", "import_records",
+                      writes="the run directory to write"),
     "migrate": Command("rewrite Horovod code for DDP + torchrun, with a report (and --verify)",
                        "Rewrite a Horovod PyTorch repository or script for DDP and torchrun, report every change, flag "
                        "what has no equivalent, and (--verify) prove the result trains the same (docs/migration.md).",
-                       "migrate", passthrough="script_args", epilog=MIGRATE_EPILOG),
+                       "migrate", passthrough="script_args", epilog=MIGRATE_EPILOG,
+                       writes="the migrated tree (default: PATH_ddp beside it) or script (default: SCRIPT_ddp.py)",
+                       out_beside_input=True),
 }
 
 
@@ -149,20 +166,17 @@ def opt(*flags: str, help: str, commands: tuple[str, ...] | str, group: str | No
     return Opt(flags, help, (commands,) if isinstance(commands, str) else commands, group, hidden, kwargs)
 
 
-def out_default(command: str) -> Path:
-    return RESULTS / command
-
-
 LAUNCHING = ("run", "faults", "matrix", "bench")
+WRITING = (*LAUNCHING, "import", "k8s", "migrate")  # the commands that take --out
 SLURM_COMMANDS = ("run", "migrate")  # migrate: its --verify launches
 JUDGING = ("run", "check", "report", "matrix")
 
 OPTIONS: tuple[Opt, ...] = (
     # --- shared by the commands that launch
-    opt("--out", help="where the run records and what this command writes go",
-        commands=LAUNCHING, type=Path, metavar="DIR"),
-    opt("--timeout", help="seconds allowed for each launch", commands=LAUNCHING, type=float,
-        default=DEFAULT_TIMEOUT, metavar="SECONDS"),
+    # help: the command's `writes`; default: results/COMMAND, or the command's own beside its input (cli.py)
+    opt("-o", "--out", help="where this command writes", commands=WRITING, type=Path, metavar="PATH"),
+    opt("--timeout", help="seconds allowed for each launch (migrate: for each side's run under --verify)",
+        commands=(*LAUNCHING, "migrate"), type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS"),
     opt("--np", help="world sizes, e.g. 1,2,4", commands="run", type=int_list, default=(1, 2), metavar="N[,N...]"),
     opt("--horovod-controller", help="horovodrun --mpi or --gloo", commands="run", choices=("mpi", "gloo"),
         default="mpi"),
@@ -215,18 +229,19 @@ OPTIONS: tuple[Opt, ...] = (
     opt("--partition", help="slurm: the partition (default: the cluster's)", commands=SLURM_COMMANDS,
         group=SCHEDULER),
     opt("--nodes", help="slurm: nodes per job (at most one per rank; the ranks spread evenly)",
-        commands=SLURM_COMMANDS, group=SCHEDULER, type=int, default=1),
+        commands=SLURM_COMMANDS, group=SCHEDULER, type=int, default=SLURM_NODES),
     opt("--time", help="slurm: each job's time limit (default: --timeout, rounded up to minutes)",
         commands=SLURM_COMMANDS, group=SCHEDULER, type=int, metavar="MINUTES"),
     opt("--sbatch-arg", help="slurm: passed to sbatch as it is (repeat it: --sbatch-arg=--account=ml)",
         commands=SLURM_COMMANDS, group=SCHEDULER, action="append", default=[], metavar="ARG"),
     opt("--slurm-horovod", help="slurm: Horovod's ranks started by srun --mpi=pmix, or by mpirun inside the "
                                 "allocation", commands=SLURM_COMMANDS, group=SCHEDULER, choices=HOROVOD_FORMS,
-        default="srun"),
+        default=HOROVOD_FORMS[0]),
     opt("--slurm-ddp", help="slurm: DDP through srun torchrun (one per node), or one srun task per rank",
-        commands=SLURM_COMMANDS, group=SCHEDULER, choices=DDP_FORMS, default="torchrun"),
+        commands=SLURM_COMMANDS, group=SCHEDULER, choices=DDP_FORMS, default=DDP_FORMS[0]),
     # --- the analysis
-    opt("--warmup", help="steps excluded from timing", commands=JUDGING, group=ANALYSIS, type=int, default=5),
+    opt("--warmup", help="optimizer steps of each launch left out of its timing", commands=(*JUDGING, "migrate"),
+        group=ANALYSIS, type=int, default=DEFAULT_WARMUP),
     opt("--rtol", help="the step-wise tolerance floor on the relative loss difference", commands=JUDGING,
         group=ANALYSIS, type=float, default=STEP_RTOL),
     opt("--k", help="the first steps judged at the floor alone", commands=JUDGING, group=ANALYSIS, type=int,
@@ -252,13 +267,14 @@ OPTIONS: tuple[Opt, ...] = (
     opt("--workload", help="what to train: a built-in, or your own model as in docs/own-job.md (matrix: the "
                            "SyncBatchNorm row always trains resnet)", commands=("matrix", "bench"), default="mlp",
         metavar=WORKLOAD_METAVAR),
-    opt("--steps", help="optimizer steps per run", commands="matrix", type=int, default=30),
-    opt("--seed", help="the seed of every run", commands="matrix", type=int, default=0),
+    opt("--steps", help=f"optimizer steps per run (faults: the fault is at step {FAULT_STEP}, so more than "
+                        f"{FAULT_STEP + 1})", commands=("matrix", "faults"), type=int, default=30),
+    opt("--seed", help="matrix: the seed of every run; import: the run's seed (check pairs runs by seed)",
+        commands=("matrix", "import"), type=int, default=0),
     opt("--only", help="run only the features whose names contain one of these words, e.g. resume,ZeRO",
         commands="matrix", type=word_list, metavar="WORDS"),
     opt("--scenarios", help=f"which faults, from {', '.join(SCENARIOS)}", commands="faults", type=word_list,
         default=list(SCENARIOS), metavar="NAMES"),
-    opt("--steps", help="optimizer steps per run (the fault is at step 13)", commands="faults", type=int, default=40),
     opt("--interval", help="steps between checkpoints / commits", commands="faults", type=int, default=8),
     opt("--collective-timeout", help="seconds before a stopped worker fails", commands="faults", type=float,
         default=20.0),
@@ -269,7 +285,7 @@ OPTIONS: tuple[Opt, ...] = (
     opt("--batch-size", help="samples per worker per step", commands="bench", type=int, default=Settings.batch_size),
     opt("--threads", help="torch threads per worker", commands="bench", type=int, default=Settings.threads),
     # No default for these: --quick has its own, shown in brackets.
-    opt("--steps", help=f"optimizer steps per overhead launch [{Settings.steps}; --quick {QUICK.steps}]",
+    opt("--overhead-steps", help=f"optimizer steps per overhead launch [{Settings.steps}; --quick {QUICK.steps}]",
         commands="bench", type=int, default=argparse.SUPPRESS),
     opt("--rounds", help=f"interleaved rounds of overhead launches [{Settings.rounds}; --quick {QUICK.rounds}]",
         commands="bench", type=int, default=argparse.SUPPRESS),
@@ -292,17 +308,13 @@ OPTIONS: tuple[Opt, ...] = (
     opt("--storage-class", help="its storage class (default: the cluster's)", commands="k8s", group=CLUSTER),
     opt("--trainjob-runtime", help="the ClusterTrainingRuntime the TrainJob runs on", commands="k8s", group=CLUSTER,
         default="torch-distributed"),
-    opt("-o", "--output-dir", help="where the manifests go", commands="k8s", group=CLUSTER, type=Path,
-        default=Path("k8s")),
     # --- import
     opt("format", help="the log's format", commands="import", choices=IMPORT_FORMATS),
     opt("source", help="the log file (TensorBoard: an event file or its directory; MLflow: the run directory "
                        "mlruns/<experiment>/<run> or its metrics directory)", commands="import", type=Path),
-    opt("--out", help="the run directory to write", commands="import", type=Path, required=True, metavar="DIR"),
     opt("--framework", help="which framework made the run", commands="import",
-        choices=("horovod", "ddp", "unknown"), default="unknown"),
+        choices=(*FRAMEWORKS, "unknown"), default="unknown"),
     opt("--world-size", help="workers of the run (unknown: recorded as 1)", commands="import", type=int),
-    opt("--seed", help="the run's seed: check pairs runs by seed", commands="import", type=int, default=0),
     opt("--global-batch", help="samples per optimizer step over all workers, when known", commands="import",
         type=int),
     opt("--option", help="an option of the run, recorded in run.json (repeatable), e.g. lr=0.05", commands="import",
@@ -320,23 +332,22 @@ OPTIONS: tuple[Opt, ...] = (
                         "0.52' or 'Train Epoch: 1 [640/60000 (1%)]  Loss: 0.31')", commands="import", group=TEXT),
     opt("--eval-regex", help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
                              "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%')",
-        commands="import", group=TEXT),
+        commands=("import", "migrate"), group=TEXT),
     opt("--step-from", help="log: the step (and epoch) the line prints; order: the rank's matching lines numbered "
-                            "1, 2, 3...", commands="import", group=TEXT, choices=STEP_FROM, default="log"),
+                            "1, 2, 3...", commands=("import", "migrate"), group=TEXT, choices=STEP_FROM,
+        default=STEP_FROM[0]),
     opt("--rank", help="whose lines count, in a log whose lines carry launcher prefixes ([1,0]<stdout>:, 0: , "
                        "[default0]:)", commands="import", group=TEXT, type=int, default=0),
     opt("--on-restart", help="a text log without rank prefixes (or an MLflow run) whose steps go back is a run "
                              "resumed from a checkpoint: its steps logged again keep the resumed run's values "
                              "(keep-last) or the first run's", commands="import", group=TEXT, choices=ON_RESTART,
-        default="keep-last"),
+        default=ON_RESTART[0]),
 )
 
 
 MIGRATE_OPTIONS: tuple[Opt, ...] = (
     opt("script", help="the Horovod PyTorch repository (a directory) or script", commands="migrate", type=Path,
         nargs="?", metavar="PATH"),
-    opt("-o", "--out", help="the migrated tree (default: PATH_ddp beside it) or script (default: SCRIPT_ddp.py)",
-        commands="migrate", type=Path),
     opt("--in-place", help="rewrite the files themselves; refused unless PATH is in a clean git work tree",
         commands="migrate", action="store_true"),
     opt("--diff", help="print the change as a unified diff; write nothing", commands="migrate", action="store_true"),
@@ -357,41 +368,34 @@ MIGRATE_OPTIONS: tuple[Opt, ...] = (
         metavar="ARGS"),
     opt("--verify-out", help="where the two run directories go (default: results/migrate/SCRIPT-STEM)",
         commands="migrate", group=VERIFY, type=Path),
-    # One world size, a shorter time limit and Gloo (MPI for Adasum): the verify launches', not compare run's.
-    opt("--np", help="processes on each side", commands="migrate", group=VERIFY, type=int, default=2),
-    opt("--horovod-controller", help="horovodrun --gloo or --mpi (Adasum needs mpi; under Slurm see "
-                                     "--slurm-horovod)", commands="migrate", group=VERIFY, choices=("gloo", "mpi"),
-        default="gloo"),
+    # One world size and Gloo (MPI for Adasum): the verify launches' own, not compare run's --np and
+    # --horovod-controller (several world sizes; MPI, Horovod's own default).
+    opt("--verify-np", help="processes on each side", commands="migrate", group=VERIFY, type=int, default=2,
+        metavar="N"),
+    opt("--verify-controller", help="the original's horovodrun --gloo or --mpi (Adasum needs mpi; under Slurm "
+                                    "see --slurm-horovod)", commands="migrate", group=VERIFY,
+        choices=("gloo", "mpi"), default="gloo"),
     opt("--device", help="cpu: both sides see no GPU (CUDA_VISIBLE_DEVICES empty), Gloo; cuda: both see the GPUs "
                          "and each script takes its own, Horovod's NCCL operations against torch's NCCL (refused "
-                         "where torch sees no CUDA device, or a local --np above the GPUs)", commands="migrate",
+                         "where torch sees no CUDA device, or a local --verify-np above the GPUs)", commands="migrate",
         group=VERIFY, choices=("cpu", "cuda"), default="cpu"),
-    opt("--timeout", help="seconds allowed for each run", commands="migrate", group=VERIFY, type=float, default=300,
-        metavar="SECONDS"),
     opt("--launch-mode", help="cli: horovodrun and torchrun start the workers; api: the script starts them "
                               "(horovod.run, torch.multiprocessing.spawn); auto: decided from the script and its "
                               "arguments (a horovod.run under `if args.num_proc:` is api only with --num-proc)",
-        commands="migrate", group=VERIFY, choices=MIGRATE_LAUNCH_MODES, default="auto"),
+        commands="migrate", group=VERIFY, choices=("auto", *(mode.value for mode in LaunchedBy)), default="auto"),
     opt("--loss-regex", help="a regular expression with named groups step and loss (and lr; epoch for a counter "
                              "that restarts every epoch), searched in rank 0's lines (default: the reader's named "
                              "formats, docs/own-job.md: 'step 10 ... loss 0.52', 'Train Epoch: 1 [640/60000 (1%)]  "
                              "Loss: 0.31', JSON lines, key-value and progress-bar lines...)", commands="migrate",
-        group=VERIFY),
-    opt("--eval-regex", help="evaluation lines: named groups eval_loss, eval_accuracy (a fraction) or "
-                             "eval_accuracy_percent (default: 'Test set: Average loss: L, Accuracy: A%')",
-        commands="migrate", group=VERIFY),
-    opt("--step-from", help="log: the step (and epoch) the line prints; order: the rank's matching lines numbered "
-                            "1, 2, 3...", commands="migrate", group=VERIFY, choices=STEP_FROM, default="log"),
+        group=TEXT),
     opt("--speed-rounds", help="launch each side N more times, interleaved with the order alternating, for a speed "
-                               f"verdict over rounds as compare run reaches it (it needs {SPEED_MIN_ROUNDS} rounds, "
+                               f"verdict over rounds as compare run reaches it (it needs {MIN_ROUNDS} rounds, "
                                "the verify launches being the first)", commands="migrate", group=VERIFY, type=int,
         default=0, metavar="N"),
-    opt("--warmup", help="optimizer steps of each launch left out of its timing (as compare run's --warmup)",
-        commands="migrate", group=VERIFY, type=int, default=5),
     opt("--throughput-regex", help="for a script whose optimizer bypasses torch's step hooks: a regular expression "
                                    "with a named group throughput (a rate, higher is faster), searched in rank 0's "
                                    "lines (default: 'X img/sec', 'X samples/s', 'X it/s')", commands="migrate",
-        group=VERIFY),
+        group=TEXT),
 )
 OPTIONS = (*OPTIONS, *MIGRATE_OPTIONS)
 

@@ -21,7 +21,7 @@ from compare.commands.arguments import (
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.process import Outcome
 from compare.launch.tuning import TUNING_RECORD, Tuning, tuning_from_record
-from compare.names import EXIT_RUN_FAILED, Parity
+from compare.names import Exit, Parity
 from compare.render.report import environment_from_runs, summary_table, write_report
 from compare.render.speed import figures_note, speed_line
 from compare.render.time_to_target import time_to_target_line
@@ -166,7 +166,7 @@ def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes:
         print(f"wall time: {wall_s:.0f} s")
     print(f"report: {paths['md']}  (also {paths['html'].name}, {paths['json'].name})")
     if analysis["failures"]:
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
     return Parity(analysis["verdict"]["parity"]).exit
 
 

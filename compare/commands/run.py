@@ -19,7 +19,6 @@ from compare.analysis.time_to_target import Target
 from compare.analysis.timing import launch_median, window_steps
 from compare.commands import scheduler
 from compare.commands.arguments import AnalysisSettings, analysis_settings, resolve_targets
-from compare.commands.options import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, DEFAULT_SEEDS
 from compare.commands.report import ReportInputs, publish
 from compare.commands.runner import Runner
 from compare.commands.sequential_rounds import (
@@ -31,11 +30,12 @@ from compare.commands.sequential_rounds import (
     targets_for,
 )
 from compare.commands.sweep import run_sweep, sweep_plan
+from compare.defaults import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, DEFAULT_SEEDS
 from compare.launch.lines import Launch, private_network_available
 from compare.launch.scheduling import LocalScheduler, Scheduler
 from compare.launch.slurm import SlurmScheduler
 from compare.launch.tuning import TUNING_RECORD, Tuning, load_tuning, mismatch
-from compare.names import EXIT_RUN_FAILED, FRAMEWORKS, display
+from compare.names import FRAMEWORKS, Exit, display
 from compare.render.speed import stop_line
 from workload.errors import UsageError
 from workload.files import write_json_atomic
@@ -298,7 +298,7 @@ def run_suite(plan: ComparisonPlan) -> int:
     runs = find_runs(plan.out / "runs") if (plan.out / "runs").is_dir() else []
     if not runs:
         print("python -m compare: no run finished a single seed: nothing to analyse", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
     if design is not None:
         speeds = [compare_speed(ws, runs, plan.analysis.warmup, design=design) for ws in plan.world_sizes]
         print(stop_line(design, [s["sequential"] if s else None for s in speeds]), flush=True)

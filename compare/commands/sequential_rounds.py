@@ -18,8 +18,8 @@ from compare.analysis.records import find_runs
 from compare.analysis.sequential import METHOD, mixture_for
 from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
 from compare.commands.arguments import AnalysisSettings
-from compare.commands.options import DEFAULT_PRECISION, DEFAULT_PRECISION_MANY
 from compare.commands.runner import Runner
+from compare.defaults import DEFAULT_PRECISION, DEFAULT_PRECISION_MANY
 from compare.launch.lines import Launch
 from compare.names import FRAMEWORKS
 from workload.errors import UsageError

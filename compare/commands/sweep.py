@@ -21,7 +21,7 @@ from compare.launch.lines import Launch, build_launch, private_network_available
 from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
 from compare.launch.tuning import load_tuning
-from compare.names import EXIT_OK, EXIT_RUN_FAILED, FRAMEWORKS
+from compare.names import FRAMEWORKS, Exit
 from compare.render.blocks import Heading, Para, Table, ms, num, render_markdown, text_table
 from compare.render.plots import plot_size_sweep
 from compare.render.progress import ProgressReporter
@@ -100,7 +100,7 @@ def run_sweep(plan: SweepPlan) -> int:
     points = sweep_points(runs, plan.warmup)
     if not points:
         print("python -m compare: no sweep launch finished: nothing to plot", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
     cross = crossover(points)
     result = {"world_size": plan.world_size, "steps": steps, "warmup": plan.warmup, "points": points,
               "crossover_bytes": cross, "wall_s": round(time.monotonic() - started, 1),
@@ -125,7 +125,7 @@ def run_sweep(plan: SweepPlan) -> int:
     print(text_table(headers, rows))
     print(f"\n{where}")
     print(f"sweep: {out / 'sweep.md'}  (also sweep.json{', ' + SWEEP_PLOT if plot else ''})")
-    return EXIT_RUN_FAILED if failed else EXIT_OK
+    return Exit.RUN_FAILED if failed else Exit.OK
 
 
 def size_text(size: float | None) -> str:

@@ -19,7 +19,6 @@ import psutil
 from compare.launch.contention import ContentionSampler
 from compare.launch.lines import Launch
 from compare.launch.logs import TEARDOWN_NOTE, aborted_after_the_work, failing_rank, log_excerpt
-from compare.launch.remote_cleanup import stop_remote_workers
 from workload.files import write_json_atomic
 from workload.record_format import CONTENTION_RECORD
 
@@ -114,17 +113,16 @@ def run_launch(launch: Launch, timeout_s: float, on_poll: Callable[[], None] | N
                     on_poll()
                 time.sleep(poll_s)
         finally:
-            # Whatever happened (a timeout, Ctrl-C), nothing of this launch outlives it, here or on the hosts
-            # horovodrun reached over ssh (a launch whose env carries remote_cleanup's marker).
+            # Whatever happened (a timeout, Ctrl-C), nothing of this launch outlives it. Every launch of compare's
+            # is on this host (horovodrun -H localhost:N) or a Slurm job, whose cancellation ends it everywhere.
             kill_tree(process, seen)
-            remote_notes = stop_remote_workers(launch.command, launch.env) if process.returncode != 0 else []
     duration = time.monotonic() - started
     contention = sampler.finish(seen)
     write_json_atomic(launch.run_root / CONTENTION_RECORD,
                       {"framework": launch.framework, "world_size": launch.world_size, **contention})
     if on_poll:
         on_poll()
-    outcome = Outcome(launch, process.returncode, duration, timed_out, notes=remote_notes, contention=contention)
+    outcome = Outcome(launch, process.returncode, duration, timed_out, contention=contention)
     if not outcome.ok:
         log_text = launch.log_path.read_text(errors="replace")
         if not only_teardown_failed(outcome, log_text):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compare.defaults import DDP_FORMS, HOROVOD_FORMS, SLURM_NODES
 from compare.launch.lines import Program, implementation_program, launch_label, thread_env
 from compare.launch.logs import failing_rank as launcher_failing_rank
 from compare.launch.logs import log_excerpt
@@ -35,20 +36,18 @@ from workload.options import Options, to_argv
 from workload.record_format import LAUNCH_LOG, SLURM_JOB_RECORD
 
 SCRIPT_NAME = "job.sbatch"
-HOROVOD_FORMS = ("srun", "mpirun")
-DDP_FORMS = ("torchrun", "srun")
 
 
 @dataclass(frozen=True)
 class SlurmSettings:
     """What `compare run --scheduler slurm` passes to every job."""
 
-    nodes: int = 1
+    nodes: int = SLURM_NODES
     partition: str | None = None
     time_min: int | None = None  # the job's time limit (--time); None: the launch timeout, rounded up
     sbatch_args: tuple[str, ...] = ()
-    horovod_form: str = "srun"  # "srun": srun --mpi=pmix; "mpirun": mpirun inside the allocation
-    ddp_form: str = "torchrun"  # "torchrun": srun torchrun, one per node; "srun": one task per rank
+    horovod_form: str = HOROVOD_FORMS[0]  # "srun": srun --mpi=pmix; "mpirun": mpirun inside the allocation
+    ddp_form: str = DDP_FORMS[0]  # "torchrun": srun torchrun, one per node; "srun": one task per rank
 
 
 def launched_by(settings: SlurmSettings) -> dict[str, str]:

@@ -4,12 +4,13 @@ structured lines in structured.py, trainers' key-value lines in key_value.py, ke
 by rule in fields.py; steps in numbering.py and
 recording.py (restarts). The names other modules use are here."""
 
+from compare.defaults import ON_RESTART, STEP_FROM
 from compare.loss_lines.fields import FieldNames
 from compare.loss_lines.formats import FORMATS
 from compare.loss_lines.prefixes import VERIFY_TAG, split_pieces
 from compare.loss_lines.reader import compile_patterns, read_loss_log
-from compare.loss_lines.recording import ON_RESTART, LossLog, Restart
-from compare.loss_lines.tokens import CORPUS, STEP_FROM, Format, LossLogError
+from compare.loss_lines.recording import LossLog, Restart
+from compare.loss_lines.tokens import CORPUS, Format, LossLogError
 
 __all__ = [
            "CORPUS",

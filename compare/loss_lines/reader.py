@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import re
 
+from compare.defaults import ON_RESTART, STEP_FROM
 from compare.loss_lines.fields import FieldLines, FieldNames, named_pattern
 from compare.loss_lines.formats import DEFAULT_TRAIN, FORMATS
 from compare.loss_lines.prefixes import Piece, rank_pieces, split_pieces, unglued
-from compare.loss_lines.recording import ON_RESTART, Event, LossLog, record_events
+from compare.loss_lines.recording import Event, LossLog, record_events
 from compare.loss_lines.tokens import (
     DEFAULT_EVAL,
     EVAL_GROUPS,
     EVAL_TOKEN,
     LOOKS_LIKE_EVAL,
     NUMBER,
-    STEP_FROM,
     Format,
     LossLogError,
     as_integer,

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from compare.loss_lines.numbering import Numbering, numbering
 from compare.loss_lines.tokens import LossLogError
 
-ON_RESTART = ("keep-last", "keep-first")
-
 
 @dataclass(frozen=True)
 class Restart:

@@ -29,7 +29,6 @@ EVAL_TOKEN = re.compile(rf"(?i)(?<![\w/])(?P<family>val|valid|validation|eval|te
                         rf"\b['\"]?\s*[:=]?\s*(?P<value>{NUMBER})(?P<percent>%)?")
 LOOKS_LIKE_EVAL = re.compile(r"(?i)(?<![a-z])(?:val|valid|validation|eval|evaluation|test)[\W_]{0,3}"
                              r"(?:loss|acc|accuracy|set|top1|error|ppl|perplexity)")
-STEP_FROM = ("log", "order")
 EVAL_GROUPS = ("eval_loss", "eval_accuracy", "eval_accuracy_percent")
 STEP_KEYS = ("step", "global_step", "iter", "iteration", "iter_num", "num_updates")  # num_updates: fairseq
 LOSS_KEYS = ("loss", "train_loss", "train/loss")

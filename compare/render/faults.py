@@ -3,7 +3,8 @@ reads no files."""
 
 from __future__ import annotations
 
-from compare.analysis.faults import FAULT_RANK, FAULT_STEP, FaultResult
+from compare.analysis.faults import FaultResult
+from compare.defaults import FAULT_RANK, FAULT_STEP
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
 
 FAULT_HEADERS = ["framework", "fault", "recovered", "s from fault to next step", "steps lost",

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from compare.analysis.matrix import Feature, FeatureJudgement
 from compare.analysis.parity import STEP_RTOL
+from compare.names import Parity
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
-from compare.render.verdicts import OUTCOME_WORDS, comparison_summary
+from compare.render.verdicts import comparison_summary
 from workload.options import Options
 
 MATRIX_HEADERS = ["feature", "Horovod", "DDP", "verdict", "max rel diff", "step time Horovod/DDP", "notes"]
@@ -22,6 +23,7 @@ class Row:
     speed_ratio: float | None = None  # Horovod / DDP median step time
     effect: dict = field(default_factory=dict)
     detail: str = ""
+    outcome: Parity | None = None  # the parity judge's, where it judged the row
 
     def to_dict(self) -> dict:
         f = self.feature
@@ -32,9 +34,9 @@ class Row:
 
 def feature_row(judged: FeatureJudgement) -> Row:
     """A judgement as its row: the verdict in words and the evidence that matters for its kind."""
-    verdict = "no equivalent" if judged.outcome is None else OUTCOME_WORDS[judged.outcome]
+    verdict = "no equivalent" if judged.outcome is None else judged.outcome.words
     return Row(judged.feature, verdict, gap=judged.gap, speed_ratio=judged.speed_ratio, effect=judged.effect,
-               detail=_detail(judged))
+               detail=_detail(judged), outcome=judged.outcome)
 
 
 def _detail(judged: FeatureJudgement) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compare.analysis.records import RunRecord, jsonable
-from compare.names import JUDGED, display
+from compare.names import JUDGED, Parity, display
 from compare.render.blocks import (
     DASH,
     Block,
@@ -41,7 +41,7 @@ from compare.render.speed import (
     tradeoff_blocks,
 )
 from compare.render.time_to_target import time_to_target_blocks, time_to_target_line
-from compare.render.verdicts import OUTCOME_WORDS, parity_blocks, parity_line
+from compare.render.verdicts import parity_blocks, parity_line
 from workload.files import write_atomic
 
 REPORT_SCHEMA_VERSION = 1
@@ -76,9 +76,9 @@ def summary_table(analysis: dict) -> str:
 def verdict_card(analysis: dict, plots: list[Path]) -> Card:
     """The report's first screen: the outcome, its sentences, and beside them the per-step relative
     difference (the parity verdict's evidence) and the speed ratios with their intervals."""
-    outcome = analysis["verdict"]["parity"]
+    outcome = Parity(analysis["verdict"]["parity"])
     evidence = [Image(PLOT_TITLES[p.name], p.name) for p in plots if p.name == CARD_PLOT]
-    return Card(outcome, OUTCOME_WORDS.get(outcome, outcome), verdict_blocks(analysis),
+    return Card(outcome, outcome.words, verdict_blocks(analysis),
                 evidence + speed_glance(analysis))
 
 
@@ -88,7 +88,7 @@ def verdict_blocks(analysis: dict) -> list[Block]:
                        for c in level["comparisons"].values() for d in c["job"]["differences"]
                        if d["kind"] == "version"})
     return [
-        Heading(1, f"Horovod vs DDP: {OUTCOME_WORDS.get(verdict['parity'], verdict['parity'])}"),
+        Heading(1, f"Horovod vs DDP: {Parity(verdict['parity']).words}"),
         Para(f"**{parity_line(analysis)}**"),
         *([Para(f"**Warning: versions differ between the sides:** {'; '.join(warnings)}.")] if warnings else []),
         Para(f"**Speed:** {speed_line(analysis)}."),

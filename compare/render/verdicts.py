@@ -10,9 +10,6 @@ from compare.names import Parity, display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 from compare.render.causes import cause_lines
 
-OUTCOME_WORDS = {outcome.value: outcome.words for outcome in Parity}  # the words' home: compare/names.py
-
-
 ONSET_WORDS = (f"; at every step, never more than float chaos can grow from the steps before (the onset bound: "
                f"{ONSET_BURST:g}x their running maximum, then tenfold every {ONSET_DECADE_STEPS:g} steps since the "
                "last one")
@@ -161,13 +158,13 @@ def end_point_line(name: str, r: dict) -> str:
 
 def comparison_summary(comparison: dict) -> str:
     """One phrase: the outcome and its main evidence."""
-    outcome = comparison["outcome"]
-    if outcome == "different jobs":
+    outcome = Parity(comparison["outcome"])
+    if outcome is Parity.DIFFERENT_JOBS:
         jobs = [d for d in comparison["job"]["differences"] if d["kind"] == "job"]
         return "different jobs: " + ", ".join(f"{d['name']} {d['a']} vs {d['b']}" for d in jobs)
     seeds = comparison["seeds"]
     alike = [s for s in seeds if s.get("failed_alike") is not None]
-    if outcome == "undecided" and alike:
+    if outcome is Parity.UNDECIDED and alike:
         texts: dict[str, list[str]] = {}
         for s in alike:
             text = failed_alike_text(s["losses"], comparison["a"], comparison["b"])
@@ -175,7 +172,7 @@ def comparison_summary(comparison: dict) -> str:
         what = "; ".join(f"{text} (seed{'s' if len(found) > 1 else ''} {', '.join(found)})"
                          for text, found in texts.items())
         return FAILED_ALIKE.format(what=what)
-    if outcome == "fails":
+    if outcome is Parity.FAILS:
         first = comparison["first_divergence"]
         if first is not None:
             seed = next(s for s in comparison["seeds"] if s["seed"] == first["seed"])
@@ -201,7 +198,7 @@ def comparison_summary(comparison: dict) -> str:
         other = comparison["b"] if only == comparison["a"] else comparison["a"]
         text += (f"; only the {display(only)} side evaluated: the {display(other)} side has no evaluations, so "
                  "evaluations were not compared")
-    if outcome == "undecided":
+    if outcome is Parity.UNDECIDED:
         open_points = [name + (f" ({r['reason']})" if r.get("reason") and "samples cannot resolve" in r["reason"]
                                else "")
                        for name, r in comparison["end_points"].items() if r["outcome"] == "undecided"]
@@ -215,18 +212,18 @@ def comparison_summary(comparison: dict) -> str:
 
 def parity_line(analysis: dict) -> str:
     """The overall parity verdict in one line, naming each comparison that decided it."""
-    outcome = analysis["verdict"]["parity"]
+    outcome = Parity(analysis["verdict"]["parity"])
     parts = []
     for level in analysis["levels"]:
         for comparison in level["comparisons"].values():
-            if outcome == "holds" and comparison["b"] == "reference":
+            if outcome is Parity.HOLDS and comparison["b"] == "reference":
                 continue
-            if outcome != "holds" and comparison["outcome"] != outcome:
+            if outcome is not Parity.HOLDS and Parity(comparison["outcome"]) is not outcome:
                 continue
             label = f"{display(comparison['a'])} vs {display(comparison['b'])} at np {level['world_size']}"
             parts.append(f"{label}: {comparison_summary(comparison)}")
     evidence = "; ".join(parts) or "nothing to compare: no world size has two implementations' runs that ended well"
-    return f"{OUTCOME_WORDS.get(outcome, outcome)} ({evidence})"
+    return f"{outcome.words} ({evidence})"
 
 
 def step_table(comparison: dict) -> Table:
@@ -287,7 +284,7 @@ def parity_blocks(analysis: dict) -> list[Block]:
         blocks.append(Heading(3, f"np {level['world_size']}"))
         for comparison in level["comparisons"].values():
             title = f"{display(comparison['a'])} vs {display(comparison['b'])}"
-            blocks.append(Para(f"**{title}: {OUTCOME_WORDS[comparison['outcome']]}.** "
+            blocks.append(Para(f"**{title}: {Parity(comparison['outcome']).words}.** "
                                f"{comparison_summary(comparison)}. Band: {band_text(comparison['band'])}."))
             if lines := job_lines(comparison):
                 blocks.append(Bullets(lines))

@@ -13,14 +13,13 @@ import importlib.util
 from dataclasses import dataclass
 
 from compare.migrate.launch_facts import LaunchFacts
+from compare.names import LaunchedBy
 from compare.verify.spark_launch import SparkMissing, spark_launch
-
-MODES = ("auto", "cli", "api")
 
 
 @dataclass(frozen=True)
 class LaunchMode:
-    mode: str       # "cli" (horovodrun / torchrun) or "api" (the script starts its workers)
+    mode: LaunchedBy
     why: str        # for the screen: how it was decided
     option: str | None = None  # the option that selects horovod.run (or sets Ray's workers), when there is one
     sides: tuple[str, str] | None = None  # what starts each side's workers, when it is not horovod.run / spawn
@@ -55,9 +54,9 @@ def _ray_mode(facts: LaunchFacts) -> LaunchMode | None:
         raise Undecided("--verify of a job that Ray starts needs Ray Train here: pip install 'ray[train]' "
                         "(the project's ray extra)")
     flags = [flag for dest in facts.ray_workers for flag in facts.options.get(dest, ())]
-    return LaunchMode("api", f"the script starts its workers through Ray ({front}): plain python on both sides, "
-                             "each starting a local Ray", flags[0] if flags else None, RAY_SIDES[front],
-                      ("-c", TRAIN_V1) if front == "HorovodTrainer" else ())
+    return LaunchMode(LaunchedBy.API, f"the script starts its workers through Ray ({front}): plain python on both "
+                                      "sides, each starting a local Ray", flags[0] if flags else None,
+                      RAY_SIDES[front], ("-c", TRAIN_V1) if front == "HorovodTrainer" else ())
 
 
 def decide(facts: LaunchFacts, script_args: list[str], requested: str = "auto") -> LaunchMode:
@@ -68,25 +67,26 @@ def decide(facts: LaunchFacts, script_args: list[str], requested: str = "auto") 
     except SparkMissing as exc:
         raise Undecided(str(exc)) from None
     if spark is not None:
-        if requested == "cli":
+        if requested == LaunchedBy.CLI:
             raise Undecided(f"the script starts its job through {spark.front_end}, not under horovodrun: leave "
                             "--launch-mode at auto")
-        return LaunchMode("api", spark.why, sides=spark.sides, original_prefix=spark.original_prefix)
+        return LaunchMode(LaunchedBy.API, spark.why, sides=spark.sides, original_prefix=spark.original_prefix)
     if requested != "auto":
+        chosen = LaunchedBy(requested)
         try:
             found = decide(facts, script_args)
         except Undecided:
-            found = LaunchMode(requested, "")
-        return LaunchMode(requested, f"--launch-mode {requested}", found.option,
-                          found.sides if requested == found.mode else None)
+            found = LaunchMode(chosen, "")
+        return LaunchMode(chosen, f"--launch-mode {chosen}", found.option,
+                          found.sides if chosen is found.mode else None)
     ray = _ray_mode(facts)
     if ray is not None:
         return ray
     if not facts.horovod_runs:
-        return LaunchMode("cli", "the script does not call horovod.run: horovodrun starts its workers")
+        return LaunchMode(LaunchedBy.CLI, "the script does not call horovod.run: horovodrun starts its workers")
     site = facts.horovod_runs[0]
     if not site.line:
-        return LaunchMode("api", "the script always starts its workers with horovod.run")
+        return LaunchMode(LaunchedBy.API, "the script always starts its workers with horovod.run")
     if site.condition is None or site.condition[0] not in facts.options:
         raise Undecided(f"the script calls horovod.run under a condition that names no argument (line "
                         f"{site.line}): give --launch-mode cli (horovodrun) or api (horovod.run)")
@@ -95,7 +95,7 @@ def decide(facts: LaunchFacts, script_args: list[str], requested: str = "auto") 
     given = any(word == flag or word.startswith(flag + "=") for word in script_args for flag in flags)
     shown = flags[0]
     if given == (positive == site.in_body):
-        return LaunchMode("api", f"the script starts its workers with horovod.run when {shown} is given, "
+        return LaunchMode(LaunchedBy.API, f"the script starts its workers with horovod.run when {shown} is given, "
                                  "and it is", shown)
-    return LaunchMode("cli", f"the script calls horovod.run only with {shown}, which is not given: it is a "
+    return LaunchMode(LaunchedBy.CLI, f"the script calls horovod.run only with {shown}, which is not given: it is a "
                              "horovodrun script", shown)

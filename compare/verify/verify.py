@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compare.importers import Series, build_record, source_digest
-from compare.launch.lines import Launch, Program, launch_env
+from compare.launch.lines import Launch, Program
 from compare.launch.logs import TEARDOWN_NOTE
 from compare.launch.scheduling import LocalScheduler, Scheduler
 from compare.launch.slurm import SlurmOutcome, SlurmScheduler, launched_by
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, compile_patterns, read_loss_log, split_pieces
-from compare.names import EXIT_OK, EXIT_RUN_FAILED, EXIT_UNDECIDED
+from compare.names import Exit, LaunchedBy
 from compare.verify.launch_mode import LaunchMode
 from compare.verify.speed import Launched, Timing, side_line, speed_report
 from compare.verify.step_times import (
@@ -118,24 +118,15 @@ def side_env(run_dir: Path, script_dir: Path, device: str) -> dict[str, str]:
 
 
 def side_launch(name: str, program: Program, run_dir: Path, script_dir: Path, where: Scheduler, *, np: int,
-                mode: str, controller: str, device: str) -> Launch:
+                mode: LaunchedBy, controller: str, device: str) -> Launch:
     """One side as its users launch it, through `where` (here: the same launcher lines as `compare run`,
     compare/launch/lines.py; Slurm: compare/launch/slurm.py's batch scripts). A script writes no run record:
     its ranks' own word that they finished (the rank tag's last line) stands in."""
     program = Program(*(tuple(word.replace("{run_dir}", str(run_dir)) for word in part)
                         for part in (program.target, program.args)))
-    return where.make_program(name, np, program, run_dir, launcher="python" if mode == "api" else "cli",
+    return where.make_program(name, np, program, run_dir, launcher="python" if mode is LaunchedBy.API else "cli",
                               horovod_controller=controller, extra_env=side_env(run_dir, script_dir, device),
                               finished_per_log=every_rank_finished)
-
-
-def run_side(name: str, command: list[str], run_dir: Path, timeout: float, script_dir: Path, *, np: int = 0,
-             label: str | None = None) -> tuple[int, str]:
-    """run_launched for a command line of this machine's (a test's planted launch), on the CPU."""
-    command = [word.replace("{run_dir}", str(run_dir)) for word in command]
-    env = {**launch_env(name, threads=1), **side_env(run_dir, script_dir, "cpu")}
-    launch = Launch(name, np, (0,), command, env, run_dir, run_dir / LAUNCH_LOG, finished_per_log=every_rank_finished)
-    return run_launched(launch, LocalScheduler(), timeout, label=label)
 
 
 def run_launched(launch: Launch, where: Scheduler, timeout: float, *, label: str | None = None) -> tuple[int, str]:
@@ -195,7 +186,7 @@ def _world_size_problem(name: str, world: int | None, np: int, mode: LaunchMode)
         return (f"verify: cannot tell the world size the {name} side ran at (no rank-tagged line and no world "
                 "size in its run record): nothing compared")
     hint = ""
-    if mode.mode == "api":
+    if mode.mode is LaunchedBy.API:
         hint = "; the script starts its own workers, as many as its arguments say" + (
             f" (give {mode.option} {np} after --)" if mode.option else "")
     return f"verify: the {name} side ran at world size {world}, not {np}: nothing compared{hint}"
@@ -315,7 +306,7 @@ def speed_launches(make: Callable[[str, Path], Launch], where: Scheduler, out: P
             if code != 0:
                 tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
                 print(f"verify: round {number}'s {name} launch failed (exit {code}):\n{tail}", file=sys.stderr)
-                return found, EXIT_RUN_FAILED
+                return found, Exit.RUN_FAILED
             found.append(Launched(number, name, run_dir, timing_of(run_dir, output, throughput_regex)))
     return found, 0
 
@@ -339,8 +330,8 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
         return side_launch(name, programs[name], run_dir, script_dirs[name], where, np=np, mode=mode.mode,
                            controller=controller, device=device)
 
-    launched = mode.sides or (("python (horovod.run)", "python (torch.multiprocessing.spawn)") if mode.mode == "api"
-                              else ("horovodrun", "torchrun"))
+    launched = mode.sides or (("python (horovod.run)", "python (torch.multiprocessing.spawn)")
+                              if mode.mode is LaunchedBy.API else ("horovodrun", "torchrun"))
     if isinstance(where, SlurmScheduler):
         launched = tuple(launched_by(where.settings).values())
     print(f"verify: {original.name} under {launched[0]} and {migrated.name} under {launched[1]}, np {np}",
@@ -358,24 +349,24 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
         if code != 0:
             tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
             print(f"verify: the {name} run failed (exit {code}):\n{tail}", file=sys.stderr)
-            return EXIT_RUN_FAILED
+            return Exit.RUN_FAILED
         side = sides[name] = read_side(name, output, dirs[name], original, loss_regex=loss_regex,
                                        eval_regex=eval_regex, step_from=step_from, throughput_regex=rates,
                                        warmup=warmup)
         if side.problem and not side.no_loss:
             print(side.problem, file=sys.stderr)
-            return EXIT_RUN_FAILED
+            return Exit.RUN_FAILED
         problem = _world_size_problem(name, side.world, np, mode)
         if problem:
             print(problem, file=sys.stderr)
-            return EXIT_RUN_FAILED
+            return Exit.RUN_FAILED
     no_loss = [name for name, side in sides.items() if side.no_loss]
     if no_loss and len(no_loss) < len(sides):  # one side prints a loss and the other none: not the same job
         print(f"{sides[no_loss[0]].problem}, while the other side does: nothing compared", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return Exit.RUN_FAILED
     if no_loss:
         print("parity: not checked (the script prints no loss)", flush=True)
-        status = EXIT_OK
+        status = Exit.OK
     else:
         check = subprocess.run([sys.executable, "-m", "compare", "check", str(dirs["horovod"]), str(dirs["ddp"])],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
@@ -393,5 +384,5 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
     lines, timed = speed_report(launches, np, warmup, speed_rounds)
     print("\n".join(lines), flush=True)
     if no_loss and not timed:
-        return EXIT_UNDECIDED  # neither parity nor speed could be judged
+        return Exit.UNDECIDED  # neither parity nor speed could be judged
     return status

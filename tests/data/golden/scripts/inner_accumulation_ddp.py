@@ -1,8 +1,9 @@
-"""Gradient accumulation over sub-batches, as Horovod's examples/pytorch/pytorch_imagenet_resnet50.py does it:
-each loader batch holds batches_per_allreduce sub-batches, an inner loop runs backward() on each, and the
-optimizer steps once after that loop (backward_passes_per_step=batches_per_allreduce).
+"""Several backward passes per optimizer step, in an inner loop over micro-batches: the loader hands out
+--micro-batches micro-batches at once, each gets its own forward and backward(), and the optimizer steps
+once after the loop. Horovod all-reduces only then (backward_passes_per_step). The last loader batch of an
+epoch is short: one micro-batch.
 
-horovodrun -np 2 -H localhost:2 --gloo python examples/horovod_scripts/inner_accumulation.py --batches-per-allreduce 2
+horovodrun -np 2 -H localhost:2 --gloo python examples/horovod_scripts/inner_accumulation.py --micro-batches 2
 """
 
 import argparse
@@ -19,70 +20,53 @@ from workload.digits import load_digits
 import contextlib
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-parser = argparse.ArgumentParser(description="Horovod digits example with sub-batch accumulation")
-parser.add_argument("--batch-size", type=int, default=16, help="input batch size for training")
-parser.add_argument("--batches-per-allreduce", type=int, default=2,
-                    help="number of batches processed locally before executing allreduce across workers; it "
-                         "multiplies total batch size.")
-parser.add_argument("--epochs", type=int, default=2, help="number of epochs to train")
-parser.add_argument("--base-lr", type=float, default=0.01, help="learning rate for a single GPU")
-parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
-parser.add_argument("--seed", type=int, default=42, help="random seed")
+parser = argparse.ArgumentParser(description="digits, gradients accumulated over micro-batches (Horovod)")
+parser.add_argument("--micro-batch", type=int, default=16, help="samples per forward and backward pass")
+parser.add_argument("--micro-batches", type=int, default=2,
+                    help="backward passes per optimizer step: the step's samples are --micro-batch times this")
+parser.add_argument("--epochs", type=int, default=2)
+parser.add_argument("--lr", type=float, default=0.01, help="for one process and one micro-batch per step")
+parser.add_argument("--momentum", type=float, default=0.9)
+parser.add_argument("--seed", type=int, default=42)
 args = parser.parse_args()
-
-allreduce_batch_size = args.batch_size * args.batches_per_allreduce
 
 dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 
 digits = load_digits()
-features = torch.tensor(digits.data / 16.0, dtype=torch.float32)
-labels = torch.tensor(digits.target)
-# 650 samples per rank at np 2: 20 full loader batches and a short last one of a single sub-batch.
-train_dataset = torch.utils.data.TensorDataset(features[:1300], labels[:1300])
-
-# Horovod: use DistributedSampler to partition data among workers.
-train_sampler = torch.utils.data.distributed.DistributedSampler(
-    train_dataset, seed=args.seed)
-train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=allreduce_batch_size, sampler=train_sampler)
+pixels = torch.tensor(digits.data / 16.0, dtype=torch.float32)
+classes = torch.tensor(digits.target)
+# 650 samples per rank at np 2: 20 loader batches of 32 and a last one of 10 (a single micro-batch).
+train_set = torch.utils.data.TensorDataset(pixels[:1300], classes[:1300])
+shards = torch.utils.data.distributed.DistributedSampler(train_set, seed=args.seed)
+loader = torch.utils.data.DataLoader(train_set, batch_size=args.micro_batch * args.micro_batches, sampler=shards)
 
 model = nn.Sequential(nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 10))
-
-# Horovod: scale learning rate by the number of GPUs and by the batches accumulated before each step.
-optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr * args.batches_per_allreduce * dist.get_world_size(),
+# Each step sees micro-batches x processes times the samples of one micro-batch on one process.
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * args.micro_batches * dist.get_world_size(),
                             momentum=args.momentum)
-
-# Horovod: wrap optimizer with DistributedOptimizer.
-
-# Horovod: broadcast parameters & optimizer state.
 model = DDP(model)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/inner_accumulation"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
     model.train()
-    train_sampler.set_epoch(epoch)
-    for batch_idx, (data, target) in enumerate(train_loader):
+    shards.set_epoch(epoch)
+    for step_in_epoch, (inputs, labels) in enumerate(loader):
         optimizer.zero_grad()
-        batch_loss = 0.0
-        # Split data into sub-batches of size batch_size
-        passes = range(0, len(data), args.batch_size)
-        for i in passes:
-            data_batch = data[i:i + args.batch_size]
-            target_batch = target[i:i + args.batch_size]
-            output = model(data_batch)
-            loss = F.cross_entropy(output, target_batch)
-            # Average gradients among sub-batches
-            loss.div_(math.ceil(float(len(data)) / args.batch_size))
-            with contextlib.nullcontext() if i == passes[-1] else model.no_sync():
-                loss.backward()
-            batch_loss += loss.item()
-        # Gradient is applied across all ranks
-        optimizer.step()
-        rec.step(batch_loss, lr=optimizer.param_groups[0]["lr"], samples=len(data))
-        if batch_idx % 10 == 0 and dist.get_rank() == 0:
-            print(f"Train Epoch: {epoch} [{batch_idx * allreduce_batch_size}/{len(train_sampler)}]\t"
-                  f"Loss: {batch_loss:.6f}")
+        backward_passes = math.ceil(len(inputs) / args.micro_batch)  # fewer in the short last batch
+        step_loss = 0.0
+        passes = range(0, len(inputs), args.micro_batch)
+        for start in passes:
+            stop = start + args.micro_batch
+            micro_loss = F.cross_entropy(model(inputs[start:stop]), labels[start:stop]) / backward_passes
+            with contextlib.nullcontext() if start == passes[-1] else model.no_sync():
+                micro_loss.backward()  # adds to .grad: averaged over the processes once, after the last pass
+            step_loss += micro_loss.item()
+        optimizer.step()  # one update for all the passes
+        rec.step(step_loss, lr=optimizer.param_groups[0]["lr"], samples=len(inputs))
+        if dist.get_rank() == 0 and step_in_epoch % 10 == 0:
+            print(f"epoch {epoch} step {step_in_epoch}: loss {step_loss:.6f}")
 rec.close()
 dist.barrier()
 dist.destroy_process_group()
