@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from compare.commands.cli import chosen_command, entry_point, parse
+from compare.commands.cli import chosen_command, entry_point, parse, program_name
 from compare.install import not_installed
 from compare.names import Exit
 from workload.errors import UsageError
@@ -30,15 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:  # the light install (migrate alone) running another command
         if (line := not_installed(exc, chosen_command(argv))) is None:
             raise
-        print(f"python -m compare: error: {line}", file=sys.stderr)
+        print(f"{program_name()}: error: {line}", file=sys.stderr)
         return Exit.USAGE
     except Exception as exc:
         if not bad_input(exc):
             raise
-        print(f"python -m compare: error: {exc}", file=sys.stderr)
+        print(f"{program_name()}: error: {exc}", file=sys.stderr)
         return Exit.USAGE
     except KeyboardInterrupt:
-        print("python -m compare: interrupted", file=sys.stderr)
+        print(f"{program_name()}: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
 
 

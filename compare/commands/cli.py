@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
@@ -18,6 +19,12 @@ from compare.commands.options import COMMAND_SPECS, Command, options_of
 from compare.defaults import out_default
 from compare.names import Exit
 from workload.optionspec import Parser
+
+
+def program_name() -> str:
+    """What the user typed to start the tool: the console script or the module, for --help and errors."""
+    return "hvd-compare" if PurePath(sys.argv[0]).name == "hvd-compare" else "python -m compare"
+
 
 DESCRIPTION = ("Run Horovod and DDP under identical conditions and report parity and speed; migrate Horovod "
                "code to DDP; check your own runs and logs. `python -m compare COMMAND --help` for each command.")
@@ -91,7 +98,7 @@ def add_command(commands: argparse._SubParsersAction, name: str, spec: Command) 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for this command line: the named command's options only (the others listed by name). Without
     a command line, every command's, for code that parses several."""
-    parser = Parser(prog="python -m compare", description=textwrap.fill(DESCRIPTION, 100), formatter_class=Formatter,
+    parser = Parser(prog=program_name(), description=textwrap.fill(DESCRIPTION, 100), formatter_class=Formatter,
                     epilog=exit_statuses())
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, title="commands",
                                      metavar="COMMAND")
