@@ -1,0 +1,124 @@
+"""Every sample of output in README.md and docs/ is what its commands print (scripts/readme_samples.py, `make
+samples`, made it): the cheap ones are run again here and must print the same, verbatim; the ones whose command
+launches training are re-rendered from the records stored with them (docs/samples/NAME/), so that the text
+cannot drift from the code. Only the figures a sample names as measured are masked."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+spec = importlib.util.spec_from_file_location("readme_samples", ROOT / "scripts" / "readme_samples.py")
+samples = importlib.util.module_from_spec(spec)
+sys.modules["readme_samples"] = samples  # dataclasses look their module up while the class is built
+spec.loader.exec_module(samples)
+SAMPLES, STORE = samples.SAMPLES, samples.STORE
+
+
+def shown_block(name: str) -> list[str]:
+    """The sample's block as the page shows it."""
+    sample = SAMPLES[name]
+    text = (ROOT / sample.page).read_text(encoding="utf-8")
+    found = re.search(rf"<!-- sample: {re.escape(name)} -->\n```text\n(.*?)\n```\n", text, re.DOTALL)
+    assert found, f"{sample.page}: no block after <!-- sample: {name} -->"
+    return found.group(1).split("\n")
+
+
+def said_when(name: str) -> list[str]:
+    """The block's lines after its first, having checked that the first says the command, date and commit."""
+    first, *rest = shown_block(name)
+    command = SAMPLES[name].shown[0]
+    assert first.startswith(f"$ {command}{samples.MARK}"), first
+    assert re.search(r"# made \d{4}-\d\d-\d\d at [0-9a-f]{7,}", first), f"{name}: no date and commit: {first}"
+    return rest
+
+
+def masked(lines: list[str], measured: tuple[str, ...]) -> list[str]:
+    for pattern in measured:
+        lines = [re.sub(pattern, "<measured>", line) for line in lines]
+    return lines
+
+
+def scratch_with_inputs(name: str, tmp_path: Path) -> Path:
+    sample = SAMPLES[name]
+    for target, source in sample.copies.items():
+        shutil.copy(ROOT / source, tmp_path / target)
+    if (STORE / name).is_dir():
+        shutil.copytree(STORE / name, tmp_path, dirs_exist_ok=True)
+    for path in sample.stored:
+        assert (tmp_path / path).exists(), f"docs/samples/{name}/{path} is missing: make samples"
+    return tmp_path
+
+
+def stdout_of(command: list[str], cwd: Path) -> str:
+    result = subprocess.run([sys.executable, *command], cwd=cwd, env=samples.scratch_env(), capture_output=True,
+                            text=True, timeout=300, check=False)
+    assert result.returncode in (0, 1, 4), result.stderr[-2000:]  # a verdict's exit, not a crash
+    return result.stdout
+
+
+def test_every_marked_block_has_a_sample_and_every_sample_a_block():
+    marked = {name for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+              for name in re.findall(r"<!-- sample: ([\w-]+) -->", page.read_text(encoding="utf-8"))}
+    assert marked == set(SAMPLES)
+
+
+@pytest.mark.parametrize("name", [name for name, s in SAMPLES.items() if not s.launches])
+def test_a_sample_is_what_its_commands_print_now(name, tmp_path):
+    sample = SAMPLES[name]
+    shown = said_when(name)
+    outputs = samples.run_commands(sample.shown, scratch_with_inputs(name, tmp_path))
+    assert masked(shown, sample.measured) == masked(samples.body(sample, outputs), sample.measured), \
+        f"{sample.page}: the {name} sample is no longer what its commands print: make samples"
+
+
+def test_the_check_fails_on_a_sample_that_is_not_the_output(tmp_path):
+    """The comparison above catches an edited sample (as the README's five lines for a one-line output were)."""
+    sample = SAMPLES["migrate-script"]
+    outputs = samples.run_commands(sample.shown, scratch_with_inputs("migrate-script", tmp_path))
+    edited = [*samples.body(sample, outputs), "  line 9: `import horovod.torch as hvd` -> ..."]
+    assert edited != samples.body(sample, outputs)
+
+
+def test_the_compare_run_sample_is_what_the_report_prints_for_its_records(tmp_path):
+    """`compare run` launches for minutes: its sample is checked against what `compare report` prints for the
+    records the run wrote (stored with the sample), and the lines only the run prints against the records too."""
+    from compare.analysis.records import find_runs
+    from compare.analysis.speed import compare_speed, sequential_design
+    from compare.render.speed import stop_line
+
+    shown = said_when("compare-run")
+    scratch = scratch_with_inputs("compare-run", tmp_path)
+    out = scratch / "results" / "run"
+    report = stdout_of(["-m", "compare", "report", "results/run"], scratch).rstrip("\n").split("\n")
+    at = [shown.index(line) for line in report]  # every line the report prints, in the sample, in order
+    assert at == sorted(at), "the sample's lines are not in the order the report prints them"
+    rest = [line for i, line in enumerate(shown) if i not in set(at)]
+    runs = find_runs(out / "runs")
+    design = sequential_design(runs)
+    world_sizes = sorted({run.world_size for run in runs})
+    comparison = json.loads((out / "comparison.json").read_text())
+    expected = ["comparing defaults vs defaults", f"wall time: {comparison['comparison_wall_s']:.0f} s"]
+    if design is not None:
+        speeds = [compare_speed(ws, runs, 5, design=design) for ws in world_sizes]  # 5: --warmup's default
+        expected.insert(1, stop_line(design, [s["sequential"] if s else None for s in speeds]))
+    assert rest == expected
+
+
+def test_the_verify_sample_holds_the_check_of_its_records(tmp_path):
+    """`--verify` launches both sides: the part of its sample that `compare check` printed is checked against
+    check's output for the two records it wrote (stored with the sample); its timings are the machine's."""
+    shown = said_when("migrate-verify")
+    scratch = scratch_with_inputs("migrate-verify", tmp_path)
+    horovod, ddp = SAMPLES["migrate-verify"].stored
+    check = stdout_of(["-m", "compare", "check", horovod, ddp], scratch).rstrip("\n").split("\n")
+    start = shown.index(check[0])
+    assert shown[start:start + len(check)] == check
