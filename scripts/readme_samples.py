@@ -55,7 +55,7 @@ SAMPLES: dict[str, Sample] = {
         "README.md", ["python -m compare migrate train.py"], copies={"train.py": "examples/horovod_scripts/plain.py"}),
     "compare-run": Sample(
         "README.md", ["python -m compare run --out results/run"], launches=True,
-        stored=["results/run/runs", "results/run/comparison.json"]),
+        stored=["results/run/report.json", "results/run/comparison.json", "results/run/runs/sequential.json"]),
     "check-logs": Sample(
         "README.md",
         ["python -m compare import tensorboard runs/hvd-tb --out runs/hvd --framework horovod --world-size 2",

@@ -88,29 +88,24 @@ def test_the_check_fails_on_a_sample_that_is_not_the_output(tmp_path):
     assert edited != samples.body(sample, outputs)
 
 
-def test_the_compare_run_sample_is_what_the_report_prints_for_its_records(tmp_path):
-    """`compare run` launches for minutes: its sample is checked against what `compare report` prints for the
-    records the run wrote (stored with the sample), and the lines only the run prints against the records too."""
-    from compare.analysis.records import find_runs
-    from compare.analysis.speed import compare_speed, sequential_design
+def test_the_compare_run_sample_is_what_the_renderer_prints_for_its_records():
+    """`compare run` launches for minutes: its sample is rendered again from the result record the run wrote
+    (report.json's analysis, comparison.json, the rounds' design; stored with the sample) by the code that
+    printed it, so that a change to what the run prints fails here until the sample is made again."""
+    from compare.commands.report import terminal_lines
     from compare.render.speed import stop_line
 
     shown = said_when("compare-run")
-    scratch = scratch_with_inputs("compare-run", tmp_path)
-    out = scratch / "results" / "run"
-    report = stdout_of(["-m", "compare", "report", "results/run"], scratch).rstrip("\n").split("\n")
-    at = [shown.index(line) for line in report]  # every line the report prints, in the sample, in order
-    assert at == sorted(at), "the sample's lines are not in the order the report prints them"
-    rest = [line for i, line in enumerate(shown) if i not in set(at)]
-    runs = find_runs(out / "runs")
-    design = sequential_design(runs)
-    world_sizes = sorted({run.world_size for run in runs})
+    out = STORE / "compare-run" / "results" / "run"
+    report = json.loads((out / "report.json").read_text())
+    analysis, compared = report["analysis"], report["environment"].get("compared")
     comparison = json.loads((out / "comparison.json").read_text())
-    expected = ["comparing defaults vs defaults", f"wall time: {comparison['comparison_wall_s']:.0f} s"]
-    if design is not None:
-        speeds = [compare_speed(ws, runs, 5, design=design) for ws in world_sizes]  # 5: --warmup's default
-        expected.insert(1, stop_line(design, [s["sequential"] if s else None for s in speeds]))
-    assert rest == expected
+    design = json.loads((out / "runs" / "sequential.json").read_text())
+    states = [level["speed"]["sequential"] if level.get("speed") else None for level in analysis["levels"]]
+    expected = [f"comparing {compared}", stop_line(design, states),
+                *terminal_lines(analysis, comparison, compared, comparison["comparison_wall_s"],
+                                Path("results/run/report.md"))]
+    assert shown == expected, "the compare-run sample is not what compare run prints for its records: make samples"
 
 
 def test_the_verify_sample_holds_the_check_of_its_records(tmp_path):
@@ -122,3 +117,6 @@ def test_the_verify_sample_holds_the_check_of_its_records(tmp_path):
     check = stdout_of(["-m", "compare", "check", horovod, ddp], scratch).rstrip("\n").split("\n")
     start = shown.index(check[0])
     assert shown[start:start + len(check)] == check
+    # and its first line is what the migration without --verify prints
+    migrated = stdout_of(["-m", "compare", "migrate", "train.py", "-o", "train_ddp.py", "--force"], scratch)
+    assert shown[0] == migrated.rstrip("\n")
