@@ -76,6 +76,11 @@ SAMPLES: dict[str, Sample] = {
         stored=["results/migrate/train/horovod", "results/migrate/train/ddp"],
         measured=(r"\d+(\.\d+)? s\b", r"[\d.]+ ms", r"[\d.]+ steps/s", r"(Horovod|DDP)/(Horovod|DDP) [\d.]+",
                   r"speed: no .*$")),
+    "migrate-speed": Sample(
+        "docs/migration.md",
+        ["python -m compare migrate synthetic_throughput.py -o results/bench_ddp.py --force --verify --speed-rounds 2 "
+         "-- --iters 5 --warmup-batches 5"],
+        copies={"synthetic_throughput.py": "examples/horovod_scripts/synthetic_throughput.py"}, launches=True),
 }
 
 

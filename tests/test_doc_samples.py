@@ -117,6 +117,12 @@ def test_the_verify_sample_holds_the_check_of_its_records(tmp_path):
     check = stdout_of(["-m", "compare", "check", horovod, ddp], scratch).rstrip("\n").split("\n")
     start = shown.index(check[0])
     assert shown[start:start + len(check)] == check
-    # and its first line is what the migration without --verify prints
-    migrated = stdout_of(["-m", "compare", "migrate", "train.py", "-o", "train_ddp.py", "--force"], scratch)
-    assert shown[0] == migrated.rstrip("\n")
+
+
+@pytest.mark.parametrize("name", [name for name, s in SAMPLES.items() if " --verify" in s.shown[0]])
+def test_a_verify_sample_opens_with_what_the_migration_prints(name, tmp_path):
+    """A --verify sample launches both sides; its first line, the migration's, is what migrate prints now."""
+    shown = said_when(name)
+    words = SAMPLES[name].shown[0].split()
+    migrate = [word for word in words[1:words.index("--verify")] if word != "--force"]
+    assert shown[0] == stdout_of([*migrate, "--force"], scratch_with_inputs(name, tmp_path)).rstrip("\n")
