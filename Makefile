@@ -9,7 +9,7 @@
 PY ?= .venv/bin/python
 OUT ?= results/run
 
-.PHONY: setup ensure-setup compare test test-fast test-campaign lint clean docker-test
+.PHONY: setup ensure-setup compare test test-fast test-campaign lint samples clean docker-test
 
 setup:
 	bash scripts/setup.sh
@@ -34,6 +34,13 @@ test-campaign: ensure-setup
 
 lint: ensure-setup
 	$(PY) -m ruff check .
+
+# Every sample of output in README.md and docs/, made again from its commands with the date and commit
+# (scripts/readme_samples.py; tests/test_doc_samples.py holds each to its command). Some launch training for
+# minutes and their speed figures are the machine's: run it on a quiet machine, then commit the pages and
+# docs/samples/.
+samples: ensure-setup
+	$(PY) scripts/readme_samples.py
 
 docker-test:
 	bash scripts/docker-test.sh

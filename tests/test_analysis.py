@@ -217,7 +217,7 @@ def test_analysis_of_matching_runs_holds(tmp_path):
     assert analysis["verdict"]["parity"] == "holds", analysis["verdict"]
     # One launch per side: the speed verdict is withheld (compare run --repeats), the ratio still shown.
     assert speed_line(analysis).startswith("no speed verdict at np 1: 1 round of launches")
-    assert "step-time ratio 1.2" in speed_line(analysis)
+    assert "DDP's speed-up over Horovod 1.2" in speed_line(analysis)
     level = analysis["levels"][1]
     assert level["world_size"] == 2
     assert set(level["comparisons"]) == {"horovod_vs_ddp", "horovod_vs_reference", "ddp_vs_reference"}

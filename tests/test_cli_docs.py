@@ -246,3 +246,21 @@ def test_the_migration_reports_check_line_runs_as_written(script, partial):
     assert f"migrate {script} -o out/train_ddp.py --force" in line and line.endswith("--verify")
     assert ("--allow-partial" in line) == partial
     assert unknown_compare_flags(words(line)[3:]) == set()
+
+
+@pytest.mark.parametrize("given", [(), ("--epochs", "1")])
+def test_a_repository_reports_check_line_has_no_placeholder(given):
+    """A repository's "Check it" command runs as written: the arguments the user gave, or none and a line that says
+    where they go and which options the entry point takes (it ended in a literal `-- ARGS...`)."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+    from compare.migrate.tree_report import render_tree
+
+    repo = "examples/repos/trainer_class"
+    tree = migrate_tree(Repository.read(ROOT / repo))
+    section = render_tree(tree, repo, "out", script_args=list(given) or None).split("## Check it", 1)[1]
+    line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", section).group(1)
+    assert "ARGS" not in section and unknown_compare_flags(words(line)[3:]) == set()
+    assert line.endswith(" -- --epochs 1") if given else "--" not in line.split()
+    options = sorted(re.findall(r'add_argument\("(--[\w-]+)"', (ROOT / repo / "train.py").read_text()))
+    assert options and (f"(it takes {', '.join(f'`{o}`' for o in options)})" in section) != bool(given)

@@ -12,7 +12,7 @@ from test_analysis import base_losses, reduction_noise
 
 from compare.__main__ import main as compare_main
 from compare.analysis.parity import missing_ranges, stepwise
-from compare.render.verdicts import step_table
+from compare.render.verdicts import evaluations_text, step_table
 
 
 def pair(tmp_path: Path, drop=lambda step: False, steps: int = 80) -> tuple[Path, Path]:
@@ -36,7 +36,11 @@ def test_a_record_lacking_steps_40_to_60_is_named_in_check(tmp_path, capsys):
     assert compare_main(["check", str(a), str(b)]) == 0  # 59 of 80 steps seen on both sides: enough to hold
     out = capsys.readouterr().out
     assert f"steps 40-60 missing on the {b} side" in out
-    assert out.strip().splitlines()[-1].startswith("parity holds") and "40-60 missing" in out.splitlines()[-1]
+    verdict = next(line for line in out.splitlines() if line.startswith("parity "))
+    assert verdict.startswith("parity holds") and "40-60 missing" in verdict
+    # the verdict first, the band's definition after it (it opened the output and hid the verdict)
+    lines = out.splitlines()
+    assert lines.index(verdict) < next(i for i, line in enumerate(lines) if line.startswith("band: "))
 
 
 def test_too_little_in_common_is_undecided_not_holds(tmp_path, capsys):
@@ -44,7 +48,7 @@ def test_too_little_in_common_is_undecided_not_holds(tmp_path, capsys):
     assert compare_main(["check", str(a), str(b)]) == 4
     out = capsys.readouterr().out
     assert "steps 10-70 missing" in out and "so the seed is undecided" in out
-    assert out.strip().splitlines()[-1].startswith("parity undecided")
+    assert next(line for line in out.splitlines() if line.startswith("parity ")).startswith("parity undecided")
 
 
 def test_sparse_logging_on_one_side_is_no_gap(tmp_path, capsys):
@@ -69,4 +73,21 @@ def test_evaluations_on_one_side_only_are_named(tmp_path, capsys):
     a = write_run(tmp_path / "horovod", framework="horovod", world_size=2, seed=0, losses=losses, evals=evals)
     b = write_run(tmp_path / "ddp", framework="ddp", world_size=2, seed=0, losses=losses, evals=evals[:1])
     assert compare_main(["check", str(a), str(b)]) == 0
-    assert f"2/2 evaluations agree; evaluation(s) at step 20, 30 on the {a} side only" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"1 evaluation, 2 metrics, agrees; evaluation(s) at step 20, 30 on the {a} side only" in out
+
+
+def test_evaluations_are_counted_as_events_not_as_metric_values():
+    """One evaluation of two metrics is one evaluation (it said "2/2 evaluations agree"); a metric that differs
+    names its step."""
+    def evaluation(step, metric, passed=True):
+        return {"step": step, "metric": metric, "a": 1.0, "b": 1.0, "gap": 0.0, "tolerance": 1e-3, "passed": passed}
+
+    one = [evaluation(10, "eval_loss"), evaluation(10, "eval_accuracy")]
+    assert evaluations_text(one) == "1 evaluation, 2 metrics, agrees"
+    three = [evaluation(step, "eval_loss", passed=step != 30) for step in (10, 20, 30)]
+    assert evaluations_text(three) == "3 evaluations, 1 metric, 1 differs (step 30)"
+    comparison = {"a": "horovod", "b": "ddp", "seeds": [{"seed": 0, "losses": stepwise(
+        dict(enumerate(base_losses(0, 40), 1)), dict(enumerate(base_losses(0, 40), 1))).to_dict(), "evals": one,
+        "passed": True}]}
+    assert step_table(comparison).rows[0][7] == "1 evaluation, 2 metrics, agrees"

@@ -50,7 +50,7 @@ def test_a_dual_mode_script_is_verified_under_horovodrun_and_torchrun(dual):
     assert "under horovodrun and dual_launch_ddp.py under torchrun, np 2" in result.stdout
     assert "calls horovod.run only with --num-proc, which is not given" in result.stdout
     assert holds(result) == 0.0  # the same data, order and weights at np 2: bit-identical
-    assert "24 common of 24 and 24" in result.stdout and "4/4 evaluations agree" in result.stdout
+    assert "24 common of 24 and 24" in result.stdout and "2 evaluations, 2 metrics, agree" in result.stdout
     for side in ("horovod", "ddp"):
         assert read_meta(out / "verify" / side)["world_size"] == 2
 
@@ -85,7 +85,7 @@ def test_a_side_at_another_world_size_is_a_failed_verify_not_a_comparison(tmp_pa
 def test_a_script_where_every_rank_prints_is_read_from_rank_0_with_a_regex(tmp_path, horovod_built):
     result = verify(EVERY_RANK, tmp_path, "--loss-regex", EVERY_RANK_REGEX, "--eval-regex", EVERY_RANK_EVAL)
     assert holds(result) == 0.0 and "40 common of 40 and 40" in result.stdout
-    assert "4/4 evaluations agree" in result.stdout
+    assert "2 evaluations, 2 metrics, agree" in result.stdout
     planted = plant(tmp_path / f"{EVERY_RANK.stem}_ddp.py", "shuffle=True)", "shuffle=False)")
     assert check(tmp_path / "verify" / "horovod", torchrun_imported(planted, tmp_path / "no-shuffle",
                                                                     "--regex", EVERY_RANK_REGEX)) == 1

@@ -112,13 +112,19 @@ def test_the_stop_is_said():
     assert stop_line({**design, "stopped": "precision"}, [np1]) == (
         "rounds: every world size reached its target: np 1 ±9.1% (target ±10%) after 6 rounds")
     assert stop_line(design, [np1, np2]) == (
-        "rounds: stopped short of the target at np 2: the time budget of 240 s was spent (`--time-budget` for "
-        "more); np 2 ±22.0% (target ±15%) after 8 rounds; reached: np 1 ±9.1% (target ±10%) after 6 rounds")
+        "rounds: stopped short of the target at np 2: the next round would not fit in the time budget of 240 s "
+        "(`--time-budget` for more); np 2 ±22.0% (target ±15%) after 8 rounds; reached: np 1 ±9.1% (target ±10%) "
+        "after 6 rounds")
+    # what the stop line says agrees with the wall time beside it: 205 s elapsed, and the next round needs 60 s
+    timed = {**design, "elapsed_s": 205.3, "next_round_s": 61.2}
+    assert "the next round (about 61 s) would not fit in the time budget of 240 s after 205 s" in \
+        stop_line(timed, [np2])
+    assert "spent" not in stop_line(timed, [np2])
     failed = stop_line({**design, "stopped": "failed"}, [{**np2, "stopped": "failed", "half_width": None}])
     assert failed == "rounds: stopped short of the target at np 2: a launch failed; np 2 no interval yet " \
                      "(target ±15%) after 8 rounds"
     alone = stop_line(design, [{**np2, "target": None}])  # --time-budget alone: no target to fall short of
-    assert alone == "rounds: the time budget of 240 s was spent (np 2 ±22.0% after 8 rounds)"
+    assert alone == "rounds: the next round would not fit in the time budget of 240 s (np 2 ±22.0% after 8 rounds)"
     assert rounds_for(0.05, 0.2) > rounds_for(0.10, 0.2) > 10
 
 
@@ -438,3 +444,25 @@ def test_precision_rounds_through_the_launchers(tmp_path):
     assert swapped["winner"] == "horovod", speed_sentence(swapped)
     assert swapped["ci_low"] == pytest.approx(1 / calm["ci_high"]) and swapped["ci_high"] == pytest.approx(
         1 / calm["ci_low"])
+
+
+def test_the_speed_figure_has_one_direction_in_the_headline_and_the_card():
+    """The faster side's speed-up with its interval, in the sentence and in the card's table alike: a Horovod/DDP
+    ratio of 0.68 (0.63-0.74) reads as Horovod 1.47x (1.35-1.59) in both, never 0.68 in one of them."""
+    from compare.render.speed import speed_glance, speed_up
+
+    horovod_faster = {"world_size": 2, "outcome": "horovod faster", "step_time_ratio": 0.68, "ci_low": 0.63,
+                      "ci_high": 0.74, "confidence": 0.95, "sequential": None, "rounds_used": [1, 2, 3, 4],
+                      "left_out": []}
+    assert speed_up(horovod_faster) == ("horovod", pytest.approx(1 / 0.68), pytest.approx(1 / 0.74),
+                                        pytest.approx(1 / 0.63))
+    sentence = speed_sentence(horovod_faster)
+    assert sentence == "Horovod is 1.47x faster than DDP at np 2 (95% CI 1.35-1.59, 4 rounds)"
+    row = speed_glance({"levels": [{"world_size": 2, "speed": horovod_faster}]})[0].rows[0]
+    assert row[1:4] == ["Horovod", "1.47x", "1.35-1.59"] and "0.68" not in " ".join(row)
+    ddp_faster = {**horovod_faster, "outcome": "ddp faster", "step_time_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3}
+    assert speed_glance({"levels": [{"world_size": 2, "speed": ddp_faster}]})[0].rows[0][1:4] == [
+        "DDP", "1.20x", "1.10-1.30"]
+    unclear = {**horovod_faster, "outcome": "interval holds 1", "step_time_ratio": 0.95, "ci_low": 0.85,
+               "ci_high": 1.06}
+    assert "Horovod's speed-up over DDP 1.05x (95% CI 0.94-1.18" in speed_sentence(unclear)

@@ -70,7 +70,6 @@ def main(ns: argparse.Namespace) -> int:
     verdict = judge(a, b, band=band, margins=settings.margins, allow=settings.allowed, a_name=str(ns.dir_a),
                     b_name=str(ns.dir_b))
     result = verdict.to_dict()
-    print(f"band: {band_text(result['band'])}")
     for line in job_lines(result):
         print(line)
     for seed in result["seeds"]:
@@ -85,4 +84,6 @@ def main(ns: argparse.Namespace) -> int:
             any(not s.losses.passed and not s.losses.onset_caught for s in verdict.seeds):
         print(UNCALIBRATED_FAILS)
     print(f"{outcome.words}: {comparison_summary(result)}")
+    # the band's definition last, after the verdict it explains (docs/parity.md has it in full)
+    print(f"band: {band_text(result['band'])}")
     return outcome.exit

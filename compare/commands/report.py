@@ -149,25 +149,34 @@ def publish(out: Path, runs: list[RunRecord], inputs: ReportInputs, *, outcomes:
         env["compared"] = tuning.describe()
         analysis["tuning"] = tuning.record()
     paths = write_report(out, runs, analysis, commands=comparison.get("commands"), environment=env)
-    print(summary_table(analysis))
-    if (note := figures_note(analysis)) is not None:
-        print(note)
-    print(f"\n{parity_line(analysis)}")
-    print(f"speed: {speed_line(analysis)}")
-    if (reached := time_to_target_line(analysis)) is not None:
-        print(f"time to target: {reached}")
-    if tuning is not None:
-        print(f"compared: {tuning.describe()}")
-    if comparison.get("reference"):
-        print(f"reference: {comparison['reference']}")
-    if comparison.get("teardown"):
-        print(f"teardown: {comparison['teardown']}")
-    if wall_s is not None:
-        print(f"wall time: {wall_s:.0f} s")
-    print(f"report: {paths['md']}  (also {paths['html'].name}, {paths['json'].name})")
+    compared_words = tuning.describe() if tuning is not None else None
+    print("\n".join(terminal_lines(analysis, comparison, compared_words, wall_s, paths["md"])))
     if analysis["failures"]:
         return Exit.RUN_FAILED
     return Parity(analysis["verdict"]["parity"]).exit
+
+
+def terminal_lines(analysis: dict, comparison: dict, compared: str | None, wall_s: float | None,
+                   report_md: Path) -> list[str]:
+    """What `compare run` and `compare report` print of a comparison, from its analysis (also as report.json
+    stores it: tests/test_doc_samples.py renders the README's sample again from one)."""
+    lines = [summary_table(analysis)]
+    if (note := figures_note(analysis)) is not None:
+        lines.append(note)
+    lines += ["", parity_line(analysis), f"speed: {speed_line(analysis)}"]
+    if (reached := time_to_target_line(analysis)) is not None:
+        lines.append(f"time to target: {reached}")
+    if compared is not None:
+        lines.append(f"compared: {compared}")
+    if comparison.get("reference"):
+        lines.append(f"reference: {comparison['reference']}")
+    if comparison.get("teardown"):
+        lines.append(f"teardown: {comparison['teardown']}")
+    if wall_s is not None:
+        lines.append(f"wall time: {wall_s:.0f} s")
+    lines.append(f"report: {report_md}  (also {report_md.with_suffix('.html').name}, "
+                 f"{report_md.with_suffix('.json').name})")
+    return "\n".join(lines).split("\n")
 
 
 def main(ns: argparse.Namespace) -> int:

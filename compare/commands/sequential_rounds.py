@@ -132,6 +132,7 @@ def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callab
             continue
         for ws in open_sizes:
             sizes[str(ws)] = {"stopped": stopped, "rounds": number - offset}
-        design.update(stopped=stopped, rounds=number - offset, elapsed_s=round(time.monotonic() - started, 1))
+        design.update(stopped=stopped, rounds=number - offset, elapsed_s=round(time.monotonic() - started, 1),
+                      next_round_s=round(next_s, 1))  # what would not fit in the budget (the stop line says it)
         write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         return

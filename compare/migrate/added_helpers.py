@@ -171,6 +171,21 @@ def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
     optimizer.register_step_pre_hook(average_gradients)
     return optimizer
 ''',
+    "horovod_zero_gradient_step": '''
+def horovod_zero_gradient_step(optimizer, keep_state):
+    """hvd.broadcast_optimizer_state on a fresh optimizer: Horovod gave every parameter a zero gradient and ran
+    step() once (to create the state it broadcast), which applies weight decay to the parameters. keep_state=False:
+    hvd.DistributedOptimizer, built after the broadcast, was a new optimizer without that step's state."""
+    if optimizer.state_dict()["state"]:
+        return  # Horovod steps only an optimizer without state
+    for group in optimizer.param_groups:
+        for parameter in group["params"]:
+            if parameter.requires_grad:
+                parameter.grad = torch.zeros_like(parameter)
+    optimizer.step()
+    if not keep_state:
+        optimizer.state.clear()
+''',
     "mark_last": '''
 def mark_last(iterable):
     """backward_passes_per_step=k over an inner loop: each item with whether it is the last pass, whose

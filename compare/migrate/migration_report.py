@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 
 from compare.migrate.migration import Change, Flag, Migration
 
@@ -88,6 +89,7 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
         lines += ["", "## Launch", "", "```bash", *launch_lines, "```"]
     # The line a user can paste: the output they chose (--force: it exists now) and, where flags remain,
     # --allow-partial, without which --verify stops at exit 6.
+    options = migration.launch.options
     again = (f"python -m compare migrate {source_name} -o {output_name} --force"
              f"{' --allow-partial' if flags else ''} --verify")
     check = (f"The original's Trainer ran on Horovod's Lightning accelerator, which Lightning 2 no longer has, so "
@@ -98,10 +100,18 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
              "losses with `python -m compare check`. See docs/migration.md." if migration.front_end
              else f"`{again}` runs the original as its users launch it "
              "(horovodrun, or horovod.run when its arguments say so) and the result under torchrun (np 2, CPU), and "
-             "compares rank 0's losses with `python -m compare check` (the script's arguments go after `--`). See "
+             f"compares rank 0's losses with `python -m compare check`. {arguments_line(source_name, options)} See "
              "docs/migration.md.")
     lines += ["", "## Check it", "", check, ""]
     return "\n".join(lines)
+
+
+def arguments_line(entry: str, options: Mapping[str, tuple[str, ...]]) -> str:
+    """Where the entry point's own arguments go, with the options the migration found it to take."""
+    found = sorted({next((f for f in flags if f.startswith("--")), flags[0]) for flags in options.values() if flags})
+    named = f" (it takes {', '.join(f'`{flag}`' for flag in found)})" if found else ""
+    return (f"The command runs `{entry}` with its defaults; its own arguments{named}, where it needs any, go at the "
+            "end, after `--`.")
 
 
 def where(flag: Flag) -> str:

@@ -32,10 +32,18 @@ BROADCAST_PARAMETERS = ("Dropped: DDP's constructor broadcasts rank 0's paramete
                         "the model is wrapped (after any rank-0-only loading, like the broadcast it replaces).")
 BROADCAST_PARAMETERS_BY_HAND = ("No DistributedOptimizer, so no DDP wrap: each tensor is broadcast from the root "
                                 "rank in place, as hvd.broadcast_parameters did.")
+# Horovod's zero-gradient step (compare/migrate/zero_step.py says when it matters; tests/test_migrate_zero_step.py
+# shows each case under horovodrun and torchrun)
 BROADCAST_OPTIMIZER_STATE_FRESH = (
-    "Dropped: the optimizer is never loaded, so every rank's fresh optimizer is already the same. Not the same "
-    "in one way: Horovod's broadcast_optimizer_state runs a zero-gradient step() on a fresh optimizer (horovod "
-    "#2805, #3743); with Adam/AdamW (step count) or weight decay the original's updates differ from the first.")
+    "Dropped: the optimizer is never loaded, so every rank's fresh optimizer is already the same. Horovod's "
+    "broadcast_optimizer_state ran one step() with zero gradients on it (to create the state it broadcast); here "
+    "that changes nothing: {why}.")
+ZERO_GRADIENT_STEP = (
+    "The optimizer is never loaded, so every rank's is already the same, but Horovod's broadcast_optimizer_state "
+    "ran one step() with zero gradients on it (to create the state it broadcast), and here that changes "
+    "training: {why}. horovod_zero_gradient_step runs the same step (keep_state={keep}: {kept}), so the result "
+    "trains as the original did; delete the line to start from the untouched parameters and a fresh optimizer "
+    "(DDP's usual start), and the first updates then differ from Horovod's.")
 BROADCAST_OPTIMIZER_STATE_RESUMED = (
     "DDP has no broadcast of optimizer state (it broadcasts parameters and buffers only). The optimizer is "
     "loaded from a checkpoint, perhaps on rank 0 only, so rank 0's state_dict is sent to every rank with "
@@ -345,6 +353,3 @@ FIND_UNUSED = ("find_unused_parameters=True: the script turns requires_grad off 
                "it), where DDP leaves its .grad None and the optimizer skips it.")
 BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped in DDP (an EMA copy, a teacher), "
                          "so nothing else makes its parameters equal on every rank.")
-SECOND_OPTIMIZER = ("A second hvd.DistributedOptimizer (for `{name}`): only one model is wrapped in DDP, so this "
-                    "one's gradients would no longer be averaged. Wrap `{name}` in DistributedDataParallel where it "
-                    "is built (each model its own wrap) and give this optimizer its plain form.")

@@ -15,6 +15,7 @@ from compare.migrate.output_ddp import samples_sub_networks
 from compare.migrate.repository import tokenize_names, unique_name
 from compare.migrate.syntax import argument, keyword_args, parameter_names, parse_expr, parse_stmt, receiver_of
 from compare.migrate.to_ddp_base import RewriteBase
+from compare.migrate.zero_step import construction_of, unchanged_words, zero_step_effect
 
 
 class StatementRewrites(RewriteBase):
@@ -112,14 +113,36 @@ class StatementRewrites(RewriteBase):
         root = argument(call, 1, "root_rank")
         root_code = self.uses.module.code_for_node(root) if root is not None else "0"
         if optimizer not in self.uses.loaded_optimizers and not self._an_argument(original, optimizer):
-            self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH)
-            return []
+            return self._zero_gradient_step(original, optimizer)
         out = [parse_stmt(f"optimizer_state = [{optimizer}.state_dict()]"),
                parse_stmt(f"dist.broadcast_object_list(optimizer_state, src={root_code})"),
                parse_stmt(f"{optimizer}.load_state_dict(optimizer_state[0])")]
         self.note(original, "dist.broadcast_object_list([optimizer.state_dict()]); load_state_dict",
                   notes.BROADCAST_OPTIMIZER_STATE_RESUMED)
         return out
+
+    def _zero_gradient_step(self, original: cst.SimpleStatementLine, optimizer: str) -> list[cst.BaseStatement]:
+        """A fresh optimizer's broadcast: Horovod's zero-gradient step, run again where it changes training
+        (compare/migrate/zero_step.py), dropped with the reason where it does not."""
+        line = self.uses.line(original)
+        # DistributedOptimizer(optimizer) built after the broadcast (assigned, returned or passed on) is a new
+        # optimizer made from the param groups: the stepped one's state is left behind
+        wraps = [call for call in (self.uses.dist_optimizer_call, *self.uses.step_hook_optimizers)
+                 if call is not None and (inner := argument(call, 0, "optimizer")) is not None
+                 and self.uses.module.code_for_node(inner) == optimizer]
+        state_kept = not any(self.uses.line(call) > line for call in wraps)
+        assigns = self.uses.parsed.findall(m.Assign())
+        made = construction_of(self.uses.module, assigns, optimizer, line, self.uses.line)  # type: ignore[arg-type]
+        why = zero_step_effect(made, state_kept)
+        if why is None:
+            self.note(original, "", notes.BROADCAST_OPTIMIZER_STATE_FRESH.format(why=unchanged_words(made, state_kept)))
+            return []
+        call = f"{self.helper('horovod_zero_gradient_step')}({optimizer}, keep_state={state_kept})"
+        kept = ("the optimizer that trains is the one Horovod stepped" if state_kept else
+                "DistributedOptimizer, built after the broadcast, dropped the step's state; its effect on the "
+                "parameters stays")
+        self.note(original, call, notes.ZERO_GRADIENT_STEP.format(why=why, keep=state_kept, kept=kept))
+        return [parse_stmt(call)]
 
     def _plain_optimizer(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                          ) -> list[cst.BaseStatement]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import shlex
 
+from compare.migrate.launch_facts import launch_facts_of
 from compare.migrate.migrate_tree import FileMigration, TreeMigration
-from compare.migrate.migration_report import markdown_cell, markdown_code, place_changes
+from compare.migrate.migration_report import arguments_line, markdown_cell, markdown_code, place_changes
 
 
 def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[str]:
@@ -53,7 +54,8 @@ def render_tree(tree: TreeMigration, source_name: str, output_name: str, *, scri
         lines += _file_section(migrated, tree.helpers_path.removesuffix(".py") if tree.helpers_path else None)
     entry = tree.entry or next((f.path for f in tree.files if f.entry and "__main__" in f.source.text),
                                next((f.path for f in tree.files if f.entry), "ENTRY.py"))
-    args = [*(["--allow-partial"] if flags else []), "--", *(script_args or ["ARGS..."])]
+    # the arguments the user gave, else none: the command runs as written, and a line says where they go
+    args = [*(["--allow-partial"] if flags else []), *(["--", *script_args] if script_args else [])]
     if in_place:
         command = ["git", "worktree", "add", "../original", "HEAD", "&&", "python", "-m", "compare", "migrate",
                    "../original", "-o", "../original_ddp", "--verify", "--entry", entry, *args]
@@ -67,7 +69,18 @@ def render_tree(tree: TreeMigration, source_name: str, output_name: str, *, scri
               f"{how} the original's entry point under horovodrun and the migrated one under torchrun (np 2, CPU), "
               "each with its own tree on PYTHONPATH, and compares rank 0's losses with `python -m compare check`:",
               "", "```bash", " ".join(word if word == "&&" else shlex.quote(word) for word in command), "```", ""]
+    if not script_args:
+        lines += [arguments_line(entry, entry_options(tree, entry)), ""]
     return "\n".join(lines)
+
+
+
+def entry_options(tree: TreeMigration, entry: str) -> dict[str, tuple[str, ...]]:
+    """The command-line options the entry point takes, as the migration read them (dest -> option strings)."""
+    facts = next((f.migration.launch for f in tree.files if f.path == entry), None)
+    if (facts is None or not facts.options) and entry in tree.repository.files:
+        facts = launch_facts_of(tree.repository.files[entry].text)
+    return dict(facts.options) if facts is not None else {}
 
 
 def summary_line(tree: TreeMigration) -> str:

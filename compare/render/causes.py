@@ -94,11 +94,14 @@ WORDS: dict[CauseKind, Callable[[dict], str]] = {
     CauseKind.EVALUATION_DIFFERS: _evaluation_differs,
     CauseKind.INITIAL_STATE: lambda c: (
         "diverged at step 1, whose loss is measured before any update: the initial state or the data differ "
-        "(seed, parameter broadcast from rank 0, data shard or sampler seed, dropout seeding)"),
+        "(seed, parameter broadcast from rank 0, data shard or sampler seed, dropout seeding, or Horovod's "
+        "broadcast_optimizer_state, whose zero-gradient step applies the optimizer's weight decay to the "
+        "parameters before the first batch)"),
     CauseKind.FIRST_UPDATE: lambda c: (
         "diverged at step 2, so the first update differs: learning-rate scaling on one side, the optimizer-state "
-        "broadcast (Horovod's broadcast_optimizer_state runs a zero-gradient step on a fresh optimizer, which "
-        "moves the parameters under AdamW or momentum with weight decay), or gradient averaging (sum vs mean)"),
+        "broadcast (Horovod's broadcast_optimizer_state runs a zero-gradient step on a fresh optimizer: where "
+        "DistributedOptimizer wraps it before the broadcast, Adam's step count starts at 1 and SGD's momentum "
+        "buffer holds the weight decay), or gradient averaging (sum vs mean)"),
     CauseKind.REDUCED_PRECISION: _reduced_precision,
     CauseKind.SLOW_GAP: _slow_gap,
     CauseKind.SUDDEN_JUMP: _sudden_jump,

@@ -49,31 +49,47 @@ def withheld_sentence(speed: dict) -> str:
     return f"no reliable speed verdict at np {speed['world_size']}: {launch_words(speed, speed['withheld_by'])}{count}"
 
 
+def speed_up(speed: dict) -> tuple[str, float, float | None, float | None]:
+    """The speed figure in its one direction: (the faster side by the point estimate, its speed-up, the interval
+    of that speed-up). The records keep the Horovod/DDP step-time ratio; a ratio of 0.68 (0.63-0.74) is
+    ("horovod", 1.47, 1.36, 1.59). The interval may reach below 1 where the verdict is no clear difference."""
+    ratio, low, high = speed["step_time_ratio"], speed.get("ci_low"), speed.get("ci_high")
+    if ratio >= 1:
+        return "ddp", ratio, low, high
+    return "horovod", 1 / ratio, (1 / high if high else None), (1 / low if low else None)
+
+
+def speed_up_words(speed: dict) -> str:
+    """'DDP's speed-up over Horovod 1.21x', the words for a figure that is not a verdict."""
+    faster, factor, _, _ = speed_up(speed)
+    slower = "ddp" if faster == "horovod" else "horovod"
+    return f"{display(faster)}'s speed-up over {display(slower)} {factor:.2f}x"
+
+
 def speed_sentence(speed: dict) -> str:
     """The speed verdict at one world size, e.g. "DDP is 1.20x faster than Horovod at np 2 (95% CI 1.15-1.25,
     4 rounds)", from compare_speed's figures."""
     outcome = SpeedOutcome(speed["outcome"])
     if outcome in WITHHELD:
         return withheld_sentence(speed)
-    world_size, ratio, confidence = speed["world_size"], speed["step_time_ratio"], speed["confidence"]
+    world_size, confidence = speed["world_size"], speed["confidence"]
     used = len(speed["rounds_used"])
     if outcome is SpeedOutcome.TOO_FEW_ROUNDS:
         return (f"no speed verdict at np {world_size}: {used} round{'s' * (used != 1)} of launches, a verdict needs "
-                f"{MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); Horovod/DDP step-time ratio {ratio:.2f}")
+                f"{MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); {speed_up_words(speed)}")
     over = f"{used} rounds"
     if outcome is SpeedOutcome.NO_INTERVAL_YET:
-        return (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
+        return (f"no clear difference at np {world_size}: {speed_up_words(speed)} "
                 f"({over}: too few for an anytime-valid {confidence:.0%} interval)")
     conf = f"anytime-valid {confidence:.0%} interval" if speed["sequential"] else f"{confidence:.0%} CI"
-    low, high = speed["ci_low"], speed["ci_high"]
-    if outcome is SpeedOutcome.DDP_FASTER:
-        sentence = f"DDP is {ratio:.2f}x faster than Horovod at np {world_size} ({conf} {low:.2f}-{high:.2f}, {over})"
-    elif outcome is SpeedOutcome.HOROVOD_FASTER:
-        sentence = (f"Horovod is {1 / ratio:.2f}x faster than DDP at np {world_size} "
-                    f"({conf} {1 / high:.2f}-{1 / low:.2f}, {over})")
+    faster, factor, low, high = speed_up(speed)
+    if outcome in (SpeedOutcome.DDP_FASTER, SpeedOutcome.HOROVOD_FASTER):
+        slower = "ddp" if faster == "horovod" else "horovod"
+        sentence = (f"{display(faster)} is {factor:.2f}x faster than {display(slower)} at np {world_size} "
+                    f"({conf} {low:.2f}-{high:.2f}, {over})")
     else:
         why = ", rounds disagree in direction" if outcome is SpeedOutcome.ROUNDS_DISAGREE else ""
-        sentence = (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
+        sentence = (f"no clear difference at np {world_size}: {speed_up_words(speed)} "
                     f"({conf} {low:.2f}-{high:.2f} over {over}{why})")
     if speed["left_out"]:
         sentence += "; left out: " + "; ".join(launch_words(speed, launch) for launch in speed["left_out"])
@@ -184,20 +200,22 @@ SPEED_WORDS = {
 
 
 def speed_glance(analysis: dict) -> list[Block]:
-    """The speed verdict's figures beside the parity card: the ratio and its interval at each world size."""
+    """The speed verdict's figures beside the parity card: at each world size the faster side's speed-up and its
+    interval, as the headline says them."""
     rows, confidence = [], None
     for level in analysis["levels"]:
         speed = level.get("speed")
         if not speed:
             continue
         confidence = speed["confidence"]
-        interval = (f"{speed['ci_low']:.2f}-{speed['ci_high']:.2f}" if speed.get("ci_low") is not None
-                    else DASH)
-        rows.append([f"np {level['world_size']}", num(speed["step_time_ratio"], ".2f"), interval,
+        faster, factor, low, high = speed_up(speed)
+        interval = f"{low:.2f}-{high:.2f}" if low is not None and high is not None else DASH
+        rows.append([f"np {level['world_size']}", display(faster), f"{factor:.2f}x", interval,
                      str(len(speed["rounds_used"])), SPEED_WORDS[SpeedOutcome(speed["outcome"])]])
     if confidence is None:
         return []
-    return [Table(["speed", "Horovod/DDP step time", f"{confidence:.0%} interval", "rounds", "verdict"], rows)]
+    # the headline's convention: the faster side's speed-up and its interval, not the Horovod/DDP ratio
+    return [Table(["speed", "faster", "speed-up", f"{confidence:.0%} interval", "rounds", "verdict"], rows)]
 
 
 # ---- rounds and timing ----------------------------------------------------------------------------------
@@ -236,6 +254,15 @@ def _size_words(state: dict) -> str:
     return f"np {state['world_size']} {width}{target}{rounds}"
 
 
+def budget_words(design: dict) -> str:
+    """Why the budget stopped the rounds, in figures that agree with the wall time: the rounds stop when the next
+    one would overrun the budget, not when it is used up, so "spent" would be untrue beside a shorter wall time."""
+    budget, elapsed, next_s = design["time_budget_s"], design.get("elapsed_s"), design.get("next_round_s")
+    after = f" after {elapsed:.0f} s" if elapsed is not None else ""
+    expected = f" (about {next_s:.0f} s)" if next_s is not None else ""
+    return f"the next round{expected} would not fit in the time budget of {budget:g} s{after}"
+
+
 def stop_line(design: dict, states: list[dict | None]) -> str:
     """Why the sequential rounds stopped (every world size at its target, or short of it and why), in one line,
     from each world size's sequential state (compare_speed's "sequential")."""
@@ -243,8 +270,7 @@ def stop_line(design: dict, states: list[dict | None]) -> str:
     short = [s for s in states if s.get("stopped") != "precision"]
     if not short and states:
         return "rounds: every world size reached its target: " + ", ".join(_size_words(s) for s in states)
-    why = {"failed": "a launch failed"}.get(str(design.get("stopped")),
-                                            f"the time budget of {design['time_budget_s']:g} s was spent")
+    why = {"failed": "a launch failed"}.get(str(design.get("stopped")), budget_words(design))
     if not any(s.get("target") for s in states):
         return f"rounds: {why} ({', '.join(_size_words(s) for s in states)})"
     more = " (`--time-budget` for more)" if design.get("stopped") == "budget" else ""

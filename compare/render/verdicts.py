@@ -133,14 +133,26 @@ def seed_line(seed: dict, a: str = "a", b: str = "b") -> str:
         return (f"seed {seed['seed']}: training losses agree over {span}, but the evaluation at step "
                 f"{bad['step']} differs: {bad['metric']} {num(bad['a'], '.6g')} vs {num(bad['b'], '.6g')} "
                 f"(gap {num(bad['gap'], '.2e')} > {num(bad['tolerance'], '.2e')})")
-    evals = len(seed["evals"])  # every metric at every step, as the report's table counts them
-    agree = f"{evals}/{evals} evaluations agree" if evals else "no evaluations to compare"
+    agree = evaluations_text(seed["evals"]) if seed["evals"] else "no evaluations to compare"
     for key, name in (("evals_only_a", a), ("evals_only_b", b)):
         if seed.get(key):
             agree += (f"; evaluation(s) at step {', '.join(map(str, seed[key][:5]))}"
                       f"{' and more' if len(seed[key]) > 5 else ''} on the {display(name)} side only")
     return (f"seed {seed['seed']}: every step within the band, max relative difference "
             f"{num(losses['max_rel_diff'], '.2e')}; {span}; {agree}{power}")
+
+
+def evaluations_text(evals: list[dict]) -> str:
+    """The evaluations counted as events (one per step evaluated, whatever it measured): "1 evaluation,
+    2 metrics, agrees", "3 evaluations, 2 metrics, 1 differs" (at step 30)."""
+    steps = sorted({e["step"] for e in evals})
+    metrics = {e["metric"] for e in evals}
+    differ = sorted({e["step"] for e in evals if not e["passed"]})
+    count = (f"{len(steps)} evaluation{'s' * (len(steps) != 1)}, {len(metrics)} metric{'s' * (len(metrics) != 1)}")
+    if not differ:
+        return f"{count}, {'agrees' if len(steps) == 1 else 'agree'}"
+    at = ", ".join(map(str, differ[:5])) + (" and more" if len(differ) > 5 else "")
+    return f"{count}, {len(differ)} differ{'s' * (len(differ) == 1)} (step {at})"
 
 
 def end_point_line(name: str, r: dict) -> str:
@@ -235,13 +247,12 @@ def step_table(comparison: dict) -> Table:
         worst = num(losses["max_rel_diff"], ".2e")
         if losses["max_at_step"] is not None:
             worst += f" (step {losses['max_at_step']})"
-        bad_evals = [e for e in seed["evals"] if not e["passed"]]
         rows.append([
             str(seed["seed"]), f"{losses['first_step']}-{losses['last_step']} ({losses['n_common']}"
                                f"{missing_text(losses, comparison['a'], comparison['b'])})", worst,
             num(losses["first_divergence_step"], "d"), num(losses["first_divergence_gap"], ".2e"),
             num(losses["tolerance_at_divergence"], ".2e"), num(losses["judged_until"], "d"),
-            f"{len(seed['evals']) - len(bad_evals)}/{len(seed['evals'])} agree",
+            evaluations_text(seed["evals"]) if seed["evals"] else "none",
             "pass" if seed["passed"] else "FAIL",
         ])
     return Table(headers, rows)

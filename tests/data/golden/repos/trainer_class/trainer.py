@@ -4,12 +4,14 @@ import torch.distributed as dist
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
+from ddp_helpers import horovod_zero_gradient_step
 
 
 class Trainer:
     def __init__(self, model: nn.Module, lr: float, weight_decay: float = 1e-4):
         self.model = model
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr * dist.get_world_size(), weight_decay=weight_decay)
+        horovod_zero_gradient_step(optimizer, keep_state=False)
         self.optimizer = optimizer
         self.model = DDP(self.model)
         self.criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
