@@ -185,11 +185,12 @@ OPTIONS: tuple[Opt, ...] = (
                           "seed only, timing --timed-seconds, in alternating order (A B, B A ...); 0: parity only. "
                           f"With --precision or --time-budget: the first look (default {DEFAULT_ROUNDS})",
         commands="run", group=SPEED, type=int, metavar="N"),
-    opt("--precision", help="launch rounds (in pairs, A B then B A) until the anytime-valid 95% interval of the "
+    opt("--precision", help="launch rounds (in pairs, A B then B A) until the sequential 95% interval of the "
                             "Horovod/DDP ratio is within +-P% at each world size (one for all, or per size: "
                             f"1:10%,2:15%), or --time-budget is spent (default: {DEFAULT_PRECISION[1]:.0%} at np 1, "
-                            f"{DEFAULT_PRECISION_MANY:.0%} above; docs/benchmarks.md: a confidence sequence, valid "
-                            "however the rounds stop)", commands="run", group=SPEED, type=precision, metavar="P%"),
+                            f"{DEFAULT_PRECISION_MANY:.0%} above; docs/benchmarks.md: planned looks, or a confidence "
+                            "sequence past 15 minutes, valid however the rounds stop)", commands="run", group=SPEED,
+        type=precision, metavar="P%"),
     opt("--time-budget", help=f"the most seconds of launches, round 1 included, for the rounds (default "
                               f"{DEFAULT_BUDGET_S:g}, after at least {DEFAULT_ROUNDS} speed rounds); a size that "
                               "reaches its --precision stops sooner", commands="run", group=SPEED, type=float,

@@ -4,6 +4,7 @@ communication, recovery, code)."""
 
 from __future__ import annotations
 
+from compare.analysis import group_sequential
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome
 from compare.analysis.speed_figures import SPEED_ROUNDS
 from compare.names import FRAMEWORKS, display
@@ -55,7 +56,7 @@ def speed_sentence(speed: dict) -> str:
     outcome = SpeedOutcome(speed["outcome"])
     if outcome in WITHHELD:
         return withheld_sentence(speed)
-    world_size, ratio, confidence = speed["world_size"], speed["step_time_ratio"], speed["confidence"]
+    world_size, ratio = speed["world_size"], speed["step_time_ratio"]
     used = len(speed["rounds_used"])
     if outcome is SpeedOutcome.TOO_FEW_ROUNDS:
         return (f"no speed verdict at np {world_size}: {used} round{'s' * (used != 1)} of launches, a verdict needs "
@@ -63,8 +64,8 @@ def speed_sentence(speed: dict) -> str:
     over = f"{used} rounds"
     if outcome is SpeedOutcome.NO_INTERVAL_YET:
         return (f"no clear difference at np {world_size}: Horovod/DDP step-time ratio {ratio:.2f} "
-                f"({over}: too few for an anytime-valid {confidence:.0%} interval)")
-    conf = f"anytime-valid {confidence:.0%} interval" if speed["sequential"] else f"{confidence:.0%} CI"
+                f"({over}: too few for an {interval_name(speed)})")
+    conf = interval_name(speed)
     low, high = speed["ci_low"], speed["ci_high"]
     if outcome is SpeedOutcome.DDP_FASTER:
         sentence = f"DDP is {ratio:.2f}x faster than Horovod at np {world_size} ({conf} {low:.2f}-{high:.2f}, {over})"
@@ -78,6 +79,17 @@ def speed_sentence(speed: dict) -> str:
     if speed["left_out"]:
         sentence += "; left out: " + "; ".join(launch_words(speed, launch) for launch in speed["left_out"])
     return sentence
+
+
+def interval_name(speed: dict) -> str:
+    """What the verdict's interval is: "95% CI" (a fixed number of rounds), "group-sequential 95% interval"
+    (the default rounds), "anytime-valid 95% interval" (a long budget's confidence sequence)."""
+    confidence = f"{speed['confidence']:.0%}"
+    if not speed.get("sequential"):
+        return f"{confidence} CI"
+    if speed.get("method") == group_sequential.METHOD:
+        return f"group-sequential {confidence} interval"
+    return f"anytime-valid {confidence} interval"
 
 
 def aa_sentence(aa: dict, speed: dict | None) -> str:
@@ -243,11 +255,12 @@ def stop_line(design: dict, states: list[dict | None]) -> str:
     short = [s for s in states if s.get("stopped") != "precision"]
     if not short and states:
         return "rounds: every world size reached its target: " + ", ".join(_size_words(s) for s in states)
-    why = {"failed": "a launch failed"}.get(str(design.get("stopped")),
-                                            f"the time budget of {design['time_budget_s']:g} s was spent")
+    why = {"failed": "a launch failed",
+           "last look": f"the design's last planned look ({design.get('planned_rounds')} rounds) was reached"}.get(
+        str(design.get("stopped")), f"the time budget of {design['time_budget_s']:g} s was spent")
     if not any(s.get("target") for s in states):
         return f"rounds: {why} ({', '.join(_size_words(s) for s in states)})"
-    more = " (`--time-budget` for more)" if design.get("stopped") == "budget" else ""
+    more = " (`--time-budget` for more)" if design.get("stopped") in ("budget", "last look") else ""
     reached = [s for s in states if s not in short]
     sizes = ", ".join(f"np {s['world_size']}" for s in short)
     text = f"rounds: stopped short of the target at {sizes}: {why}{more}; " + ", ".join(map(_size_words, short))
@@ -278,9 +291,10 @@ def timing_blocks(analysis: dict) -> list[Block]:
             "The speed verdict comes from rounds of launches: in each round both frameworks are launched once "
             "at each world size, the order reversed every other round (A B, B A ...) so that drift favours "
             "neither side. A round's ratio is the Horovod/DDP ratio of the two launches' median step times; "
-            "the verdict takes their geometric mean with an interval over rounds: an anytime-valid confidence "
-            "sequence when rounds are launched until it is precise enough (the default), a t interval (a paired "
-            "test) for a fixed number (`--repeats N`). It names a winner only when the interval excludes 1 "
+            "the verdict takes their geometric mean with an interval over rounds: when rounds are launched until "
+            "it is precise enough (the default), a group-sequential repeated confidence interval (planned looks; "
+            "an anytime-valid confidence sequence for budgets over 15 minutes), a t interval (a paired test) for "
+            "a fixed number (`--repeats N`). It names a winner only when the interval excludes 1 "
             f"(with a fixed number, every round pointing the same way too) and at least {MIN_ROUNDS} rounds ran "
             "on a free machine. A round during which other processes used the "
             "cores the job needed, or the hypervisor took time (steal), is left out and named; too few clean "
