@@ -405,3 +405,64 @@ def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed,
         assert ("group-sequential 95%" if group else "anytime-valid 95% interval") in speed_sentence(speed)
         seen.append((recorded["stopped"], speed["winner"]))
     assert "precision" in {s for s, _ in seen} and {"ddp", None} <= {w for _, w in seen}, seen
+
+
+class _TwoSizes(_Rounds):
+    """Simulated launches at np 1 and np 2: np 1's rounds steady (it reaches its target at the first look),
+    np 2's drawn from the realistic noise (it does not); a launch takes half a second of the fake clock."""
+
+    def __init__(self, runs: Path, times: dict[int, np.ndarray], clock: list[float]):
+        super().__init__(runs, times[2], np.zeros((times[2].shape[0], 2)), clock, timed=True)
+        self.by_size, self.launched = times, []
+
+    def write_at(self, framework: str, number: int, world_size: int) -> None:
+        self.times = self.by_size[world_size]
+        self.write(framework, number)
+        if world_size == 1:  # _Rounds writes np 2's records: move them to np 1's
+            source = self.runs / f"{framework}-np2-round{number}"
+            meta = json.loads((source / RUN_JSON).read_text())
+            (source / RUN_JSON).write_text(json.dumps({**meta, "world_size": 1}))
+            source.rename(self.runs / f"{framework}-np1-round{number}")
+
+    def run(self, batch, planned) -> bool:
+        for launch in batch:
+            self.write_at(launch.framework, launch.options.round, launch.world_size)
+            self.launched.append((launch.options.round, launch.world_size))
+        self.clock[0] += 0.5 * len(batch)
+        return True
+
+
+def test_the_budget_goes_to_the_size_that_has_not_decided(tmp_path, monkeypatch):
+    """Once np 1 reaches its target, the rounds after launch np 2 alone, so the budget buys np 2 more rounds
+    than if both sizes went on; each size's design record says its own looks, stop and rounds, and those are
+    the rounds its verdict counts."""
+    rng = np.random.default_rng(21)
+    steady = MEASURED.step_s * np.exp(rng.normal(0, 0.01, (30, 2, MEASURED.warmup + MEASURED.steps)))
+    steady[:, 0] *= 1.3  # np 1: Horovod 1.3x slower, every round alike
+    noisy, _ = draw_run(rng, MEASURED, 1, 30, slower=1.0)
+    clock = [0.0]
+    monkeypatch.setattr(sequential_rounds, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    root = tmp_path / "two"
+    ns = build_parser(["run"]).parse_args(["run", "--np", "1,2", "--seeds", "0", "--reference", "off",
+                                           "--network", "host", "--out", str(root), "--time-budget", "16",
+                                           "--precision", "1:10%,2:1%"])
+    plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={1: 100, 2: 100})
+    design = run_command.start_design(plan)
+    rounds = _TwoSizes(root / "runs", {1: steady, 2: noisy[0]}, clock)
+    for world_size in (1, 2):
+        for framework in SIDES:
+            rounds.write_at(framework, 1, world_size)
+    clock[0] = 2.0  # round 1: four launches
+    run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, 2.0, True,
+                            lambda numbers, sizes, plan=plan: run_command.later_rounds(plan, numbers, sizes))
+    recorded = json.loads((root / "runs" / SEQUENTIAL_RECORD).read_text())
+    np1, np2 = recorded["world_sizes"]["1"], recorded["world_sizes"]["2"]
+    assert np1["stopped"] == "precision" and np1["looks"] == [5] and np1["rounds"] == 4, np1
+    assert np2["stopped"] == "budget" and np2["rounds"] > np1["rounds"] + 4, np2
+    assert {size for number, size in rounds.launched if number > 5} == {2}, rounds.launched
+    # 16 s: 2 for round 1, 8 for rounds 2-5 at both sizes (1 s each), then np 2 alone at 1 s a pair
+    assert recorded["rounds"] == np2["rounds"] == 10, recorded
+    for world_size, own in ((1, np1), (2, np2)):
+        speed = compare_speed(world_size, run_command.find_runs(root / "runs"), warmup=MEASURED.warmup,
+                              design=recorded)
+        assert speed["n_rounds"] == own["rounds"] and speed["sequential"]["stopped"] == own["stopped"]

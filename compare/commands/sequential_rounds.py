@@ -146,9 +146,11 @@ def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callab
                     own["looks"].append(number)
                 own["final"] = stopped is not None or planned_end
                 speed = compare_speed(ws, runs, plan.analysis.warmup, design=design)
+                # one count of rounds: the verdict's (every round that timed both sides, contended ones too)
+                own["rounds"] = speed["n_rounds"] if speed and done else done
                 if speed and speed["sequential"]["reached"]:
                     open_sizes.remove(ws)
-                    own.update(stopped="precision", rounds=done)
+                    own["stopped"] = "precision"
             write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         if not open_sizes:
             stopped = "precision"
@@ -165,7 +167,10 @@ def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callab
             number += size
             continue
         for ws in open_sizes:
-            sizes.setdefault(str(ws), {"looks": []}).update(stopped=stopped, rounds=done)
-        design.update(stopped=stopped, rounds=done, elapsed_s=round(time.monotonic() - started, 1))
+            own = sizes.setdefault(str(ws), {"looks": [], "rounds": done})
+            own["stopped"] = stopped
+        counted = [own["rounds"] for own in sizes.values()]
+        design.update(stopped=stopped, rounds=max(counted, default=done),
+                      elapsed_s=round(time.monotonic() - started, 1))
         write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         return

@@ -136,7 +136,10 @@ def source_cell(row: dict) -> str:
     """Where a summary row's step time and throughput come from, e.g. "4 speed rounds", "parity launch"."""
     if row["source"] == SPEED_ROUNDS:
         rounds = f"{row['rounds']} speed round{'s' * (row['rounds'] != 1)}"
-        return f"{rounds} (round 1 among them)" if row["parity_launch_counted"] else rounds
+        notes = ["round 1 among them"] if row["parity_launch_counted"] else []
+        if row.get("rounds_left_out"):
+            notes.append(f"{row['rounds_left_out']} left out: contended")
+        return f"{rounds} ({'; '.join(notes)})" if notes else rounds
     return "parity launch"
 
 
