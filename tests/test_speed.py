@@ -123,6 +123,27 @@ def test_the_stop_is_said():
     assert rounds_for(0.05, 0.2) > rounds_for(0.10, 0.2) > 10
 
 
+def test_the_first_rounds_forecast_the_rounds_the_target_needs():
+    """After the first look: from the rounds' spread, about how many rounds the target needs, whether the budget
+    holds them, and the budget that would; a spread too wide for the design's last look is said as such."""
+    from compare.analysis import group_sequential
+    from compare.commands.sequential_rounds import forecast, forecast_line
+
+    design = {"method": group_sequential.METHOD, "first_look": 4, "planned_rounds": 12, "time_budget_s": 240.0}
+    speed = {"world_size": 2, "log_sd": 0.1, "sequential": {"target": 0.15}}
+    # 120 s spent on round 1 and 4 rounds, 20 s a round: 6 more fit, 8 needed at a spread of 0.1
+    short = forecast(design, speed, 4, 120.0, 20.0)
+    assert short["needed"] == group_sequential.rounds_for(0.15, 0.1, 4, 12) == 8 and short["budget_holds"] == 10
+    assert short["budget_for_needed_s"] is None
+    tight = forecast(design, speed, 4, 40.0, 20.0)
+    assert tight["budget_holds"] == 6 and tight["budget_for_needed_s"] == 200.0 + 4 * 20.0
+    assert forecast_line([tight], 12) == ("rounds: np 2 spreads 0.100 over its first 4 rounds: ±15% needs about 8, "
+                                          "the budget holds about 6 (`--time-budget 280` for 8)")
+    wide = forecast(design, {**speed, "log_sd": 0.4}, 4, 120.0, 20.0)
+    assert wide["needed"] is None and "needs more than the design's last look (12 rounds)" in forecast_line(
+        [wide], 12)
+
+
 def test_the_default_design_stops_each_world_size_at_its_own_target(tmp_path):
     """The default comparison is sequential: +-10% at np 1, +-15% above, within the default budget, by the
     group-sequential design planned to 12 rounds (a long budget: the confidence sequence); --repeats N alone

@@ -432,10 +432,11 @@ class _TwoSizes(_Rounds):
         return True
 
 
-def test_the_budget_goes_to_the_size_that_has_not_decided(tmp_path, monkeypatch):
+def test_the_budget_goes_to_the_size_that_has_not_decided(tmp_path, monkeypatch, capsys):
     """Once np 1 reaches its target, the rounds after launch np 2 alone, so the budget buys np 2 more rounds
     than if both sizes went on; each size's design record says its own looks, stop and rounds, and those are
-    the rounds its verdict counts."""
+    the rounds its verdict counts. At the first look, np 2 (short of a target it cannot reach) is told so
+    before the rest of the budget is spent."""
     rng = np.random.default_rng(21)
     steady = MEASURED.step_s * np.exp(rng.normal(0, 0.01, (30, 2, MEASURED.warmup + MEASURED.steps)))
     steady[:, 0] *= 1.3  # np 1: Horovod 1.3x slower, every round alike
@@ -462,6 +463,9 @@ def test_the_budget_goes_to_the_size_that_has_not_decided(tmp_path, monkeypatch)
     assert {size for number, size in rounds.launched if number > 5} == {2}, rounds.launched
     # 16 s: 2 for round 1, 8 for rounds 2-5 at both sizes (1 s each), then np 2 alone at 1 s a pair
     assert recorded["rounds"] == np2["rounds"] == 10, recorded
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("rounds: np 2 spreads")]
+    assert said == [sequential_rounds.forecast_line([np2["forecast"]], 12)], said
+    assert "±1% needs more than the design's last look (12 rounds)" in said[0] and "forecast" not in np1, said
     for world_size, own in ((1, np1), (2, np2)):
         speed = compare_speed(world_size, run_command.find_runs(root / "runs"), warmup=MEASURED.warmup,
                               design=recorded)

@@ -21,6 +21,7 @@ from compare.analysis import group_sequential
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import find_runs
 from compare.analysis.sequential import METHOD, MIXTURE_C, SHORT_BUDGET_S
+from compare.analysis.sequential import rounds_for as sequence_rounds_for
 from compare.analysis.speed import SEQUENTIAL_RECORD, compare_speed
 from compare.commands.arguments import AnalysisSettings
 from compare.commands.options import DEFAULT_BUDGET_S, DEFAULT_PRECISION, DEFAULT_PRECISION_MANY
@@ -111,6 +112,46 @@ def launches_per_round(plan: RoundsPlan, world_sizes: tuple[int, ...]) -> int:
     return (len(plan.frameworks) + bool(plan.aa)) * len(world_sizes)
 
 
+def rounds_needed(design: dict, target: float, log_sd: float) -> int | None:
+    """About how many speed rounds the design needs to reach +-target when rounds spread by log_sd; None if
+    not by the design's last look (the group-sequential design) or within 10,000 (the sequence)."""
+    if design.get("method") == group_sequential.METHOD:
+        return group_sequential.rounds_for(target, log_sd, int(design["first_look"]), int(design["planned_rounds"]))
+    return sequence_rounds_for(target, log_sd, c=float(design.get("mixture_c") or MIXTURE_C))
+
+
+def forecast(design: dict, speed: dict, done: int, left_s: float, round_s: float) -> dict:
+    """What a world size's first rounds say of its target, before the budget is spent: the rounds' spread,
+    about how many rounds the target needs, how many the rest of the budget holds at `round_s` a round, and
+    the budget that would hold them (from the first launch)."""
+    state = speed["sequential"]
+    sd, target = speed.get("log_sd"), state.get("target")
+    needed = rounds_needed(design, target, sd) if sd and target else None
+    holds = done + max(0, int(left_s // round_s)) if round_s > 0 else done
+    elapsed = (design.get("time_budget_s") or 0.0) - left_s
+    wanted = elapsed + (needed - done) * round_s if needed and needed > holds else None
+    return {"world_size": speed["world_size"], "rounds": done, "log_sd": sd, "target": target, "needed": needed,
+            "budget_holds": holds, "budget_for_needed_s": wanted}
+
+
+def forecast_line(forecasts: list[dict], last_look: int | None) -> str:
+    """The forecasts in one line, e.g. "rounds: np 2 spreads 0.180 over its first 4 rounds: ±15% needs about
+    12, the budget holds about 8 (`--time-budget 330` for 12)"."""
+    parts = []
+    for f in forecasts:
+        head = f"np {f['world_size']} spreads {f['log_sd']:.3f} over its first {f['rounds']} rounds: "
+        if f["needed"] is None:
+            beyond = f"the design's last look ({last_look} rounds)" if last_look else "10,000 rounds"
+            parts.append(head + f"±{f['target']:.0%} needs more than {beyond}; expect no verdict at that precision")
+        elif f["budget_for_needed_s"] is None:
+            parts.append(head + f"±{f['target']:.0%} needs about {f['needed']}, within the budget")
+        else:
+            parts.append(head + f"±{f['target']:.0%} needs about {f['needed']}, the budget holds about "
+                         f"{f['budget_holds']} (`--time-budget {math.ceil(f['budget_for_needed_s'])}` for "
+                         f"{f['needed']})")
+    return "rounds: " + "; ".join(parts)
+
+
 def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callable[[list[Launch]], list[int]],
                 started: float, per_round: float, ok: bool,
                 launch: Callable[[range, tuple[int, ...]], list[Launch]]) -> None:
@@ -140,6 +181,7 @@ def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callab
         look = stopped is not None or planned_end or done >= plan.repeats
         if look and design["precision"] is not None:
             runs = find_runs(plan.out / "runs")
+            forecasts = []
             for ws in list(open_sizes):
                 own = sizes.setdefault(str(ws), {"looks": []})
                 if done >= 1:
@@ -151,6 +193,13 @@ def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callab
                 if speed and speed["sequential"]["reached"]:
                     open_sizes.remove(ws)
                     own["stopped"] = "precision"
+                elif speed and done == plan.repeats and stopped is None and speed.get("log_sd"):
+                    left = plan.time_budget - (time.monotonic() - started)
+                    own["forecast"] = forecast(design, speed, done, left, per_launch * launches_per_round(
+                        plan, tuple(open_sizes)))
+                    forecasts.append(own["forecast"])
+            if forecasts:
+                print(forecast_line(forecasts, last_look or None), flush=True)
             write_json_atomic(plan.out / "runs" / SEQUENTIAL_RECORD, design)
         if not open_sizes:
             stopped = "precision"
