@@ -335,6 +335,9 @@ class _Rounds:
         return True
 
 
+WINDOW = {"seconds": 2.0, "steps": 100, "overhead_s": None, "block_log_sd": None, "chosen": False}
+
+
 class _Scheduler:
     def make(self, framework, world_size, options, run_root, **_):
         return types.SimpleNamespace(framework=framework, world_size=world_size, options=options, run_root=run_root)
@@ -377,7 +380,7 @@ def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed,
         ns = build_parser(["run"]).parse_args(["run", "--np", "2", "--seeds", "0", "--reference", "off",
                                                "--network", "host", *given, "--out", str(root),
                                                "--timed-seconds", "2" if timed else "0"])
-        plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={2: 100} if timed else None)
+        plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={2: WINDOW} if timed else None)
         design = run_command.start_design(plan)
         group = design["method"] == group_sequential.METHOD
         assert group == (budget_s <= 900), design
@@ -447,7 +450,7 @@ def test_the_budget_goes_to_the_size_that_has_not_decided(tmp_path, monkeypatch,
     ns = build_parser(["run"]).parse_args(["run", "--np", "1,2", "--seeds", "0", "--reference", "off",
                                            "--network", "host", "--out", str(root), "--time-budget", "16",
                                            "--precision", "1:10%,2:1%"])
-    plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={1: 100, 2: 100})
+    plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={1: WINDOW, 2: WINDOW})
     design = run_command.start_design(plan)
     rounds = _TwoSizes(root / "runs", {1: steady, 2: noisy[0]}, clock)
     for world_size in (1, 2):

@@ -197,8 +197,10 @@ OPTIONS: tuple[Opt, ...] = (
         metavar="SECONDS"),
     opt("--timed-seconds", help="each speed round's launches time about this many seconds of steady state (one "
                                 "seed, the steps from round 1's step times, the same for both sides); 0: the "
-                                "job's own steps, round 1 counting as a speed round",
-        commands="run", group=SPEED, type=float, default=DEFAULT_TIMED_S, metavar="SECONDS"),
+                                "job's own steps, round 1 counting as a speed round (default: a window chosen "
+                                "from round 1's launch overhead and step-time spread, at least "
+                                f"{DEFAULT_TIMED_S:g} s)",
+        commands="run", group=SPEED, type=float, default=None, metavar="SECONDS"),
     opt("--aa", help="A/A check: launch FRAMEWORK twice in every speed round and judge the twin against the first "
                      "as Horovod against DDP; its interval should hold 1 (with --frameworks FRAMEWORK: the A/A "
                      "check alone)", commands="run", group=SPEED, choices=FRAMEWORKS, metavar="FRAMEWORK"),
