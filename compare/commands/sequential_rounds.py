@@ -193,7 +193,7 @@ def more_rounds(plan: RoundsPlan, design: dict, runner: Runner, steps_of: Callab
                 if speed and speed["sequential"]["reached"]:
                     open_sizes.remove(ws)
                     own["stopped"] = "precision"
-                elif speed and done == plan.repeats and stopped is None and speed.get("log_sd"):
+                elif speed and done == plan.repeats and stopped != "failed" and speed.get("log_sd"):
                     left = plan.time_budget - (time.monotonic() - started)
                     own["forecast"] = forecast(design, speed, done, left, per_launch * launches_per_round(
                         plan, tuple(open_sizes)))
