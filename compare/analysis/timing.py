@@ -189,6 +189,14 @@ def steady_window_s(overhead_s: float, block_var: float, block_s: float, least_s
     return float(min(max(best, least_s), max(least_s, MOST_OVERHEAD_MULTIPLE * overhead_s)))
 
 
+def fixed_rounds_for(precision: float, log_sd: float, most: int = 1000) -> int | None:
+    """About how many rounds the t interval over rounds needs to reach +-precision when rounds spread by
+    log_sd: for telling a user with a fixed number of rounds what a decision would cost."""
+    n = np.arange(2, most + 1)
+    reached = np.nonzero(stats.t.ppf(0.975, n - 1) * log_sd / np.sqrt(n) <= np.log1p(precision))[0]
+    return int(n[reached[0]]) if reached.size else None
+
+
 def rounds_ratio(ratios: Iterable[float], confidence: float = 0.95) -> dict:
     """The a/b step-time ratio over rounds: the geometric mean of the rounds' ratios, with a t interval
     on their logarithms (a paired test over rounds: each round holds one launch of each side).
