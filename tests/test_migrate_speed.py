@@ -10,10 +10,12 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.optim.optimizer as optimizer_module
 from helpers import ROOT, ok, run
+from scipy import stats
 
 from compare.__main__ import main as compare_main
 from compare.names import Exit
@@ -241,9 +243,15 @@ def test_rounds_name_the_faster_side_only_when_the_interval_excludes_one(tmp_pat
     lines, _ = speed_report(_rounds(tmp_path / "a", [1.2, 1.25, 1.18, 1.22]), 2, 5, 3)
     assert re.fullmatch(r"speed: DDP is 1\.21x faster than Horovod at np 2 \(95% CI 1\.1\d-1\.2\d, 4 rounds\)",
                         lines[-1]), lines
+    assert not any("needs about" in line for line in lines)  # a decided verdict asks for nothing more
     lines, _ = speed_report(_rounds(tmp_path / "b", [1.2, 0.85, 1.1, 0.9]), 2, 5, 3)
     assert re.match(r"speed: no clear difference at np 2: (DDP's speed-up over Horovod|Horovod's speed-up over DDP) "
-                    r"\d\.\d\dx \(95% CI", lines[-1]), lines
+                    r"\d\.\d\dx \(95% CI", lines[-2]), lines
+    # undecided: what a +-10% interval would take at this spread, as --speed-rounds
+    sd = float(np.std(np.log([1.2, 0.85, 1.1, 0.9]), ddof=1))
+    needed = next(n for n in range(2, 1000) if stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n) <= np.log(1.1))
+    assert lines[-1].startswith(f"speed: these 4 rounds spread by {sd:.3f} in log-ratio; ±10% needs about "
+                                f"{needed} rounds (--speed-rounds {needed - 1})"), lines
 
 
 def test_contention_and_oversubscription_withhold_the_verdict(tmp_path):

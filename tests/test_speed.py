@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compare.analysis import group_sequential
 from compare.analysis.contention import OTHERS_MIN_CORES, STEAL_LIMIT, judge_contention
 from compare.analysis.model_sweep import crossover, mlp_gradient_bytes
 from compare.analysis.records import RunRecord, find_runs
@@ -128,10 +129,32 @@ def test_the_stop_is_said():
     assert rounds_for(0.05, 0.2) > rounds_for(0.10, 0.2) > 10
 
 
+def test_the_first_rounds_forecast_the_rounds_the_target_needs():
+    """After the first look: from the rounds' spread, about how many rounds the target needs, whether the budget
+    holds them, and the budget that would; a spread too wide for the design's last look is said as such."""
+    from compare.analysis import group_sequential
+    from compare.commands.sequential_rounds import forecast, forecast_line
+
+    design = {"method": group_sequential.METHOD, "first_look": 4, "planned_rounds": 12, "time_budget_s": 240.0}
+    speed = {"world_size": 2, "log_sd": 0.1, "sequential": {"target": 0.15}}
+    # 120 s spent on round 1 and 4 rounds, 20 s a round: 6 more fit, 8 needed at a spread of 0.1
+    short = forecast(design, speed, 4, 120.0, 20.0)
+    assert short["needed"] == group_sequential.rounds_for(0.15, 0.1, 4, 12) == 8 and short["budget_holds"] == 10
+    assert short["budget_for_needed_s"] is None
+    tight = forecast(design, speed, 4, 40.0, 20.0)
+    assert tight["budget_holds"] == 6 and tight["budget_for_needed_s"] == 200.0 + 4 * 20.0
+    assert forecast_line([tight], 12) == ("rounds: np 2 spreads 0.100 over its first 4 rounds: ±15% needs about 8, "
+                                          "the budget holds about 6 (`--time-budget 280` for 8)")
+    wide = forecast(design, {**speed, "log_sd": 0.4}, 4, 120.0, 20.0)
+    assert wide["needed"] is None and "needs more than the design's last look (12 rounds)" in forecast_line(
+        [wide], 12)
+
+
 def test_the_default_design_stops_each_world_size_at_its_own_target(tmp_path):
-    """The default comparison is sequential: +-10% at np 1, +-15% above, within the default budget, the
-    short budget's mixture; --repeats N alone is the fixed design; --precision per size or for all."""
-    from compare.analysis.sequential import SHORT_MIXTURE_C
+    """The default comparison is sequential: +-10% at np 1, +-15% above, within the default budget, by the
+    group-sequential design planned to 12 rounds (a long budget: the confidence sequence); --repeats N alone
+    is the fixed design; --precision per size or for all."""
+    from compare.analysis import group_sequential
     from compare.commands import run as run_command
     from compare.commands.cli import build_parser
 
@@ -143,7 +166,8 @@ def test_the_default_design_stops_each_world_size_at_its_own_target(tmp_path):
     default = planned("--np", "1,2,4")
     assert default.sequential and default.precision == {1: 0.10, 2: 0.15, 4: 0.15}
     assert default.time_budget == run_command.DEFAULT_BUDGET_S == 240 and not default.budget_given
-    assert run_command.start_design(default)["mixture_c"] == SHORT_MIXTURE_C
+    assert run_command.start_design(default)["method"] == group_sequential.METHOD
+    assert run_command.start_design(default)["planned_rounds"] == 12
     assert run_command.start_design(default)["minimum_rounds"] == run_command.DEFAULT_ROUNDS
     fixed = planned("--repeats", "6")
     assert not fixed.sequential and fixed.repeats == 6 and fixed.precision is None
@@ -153,7 +177,8 @@ def test_the_default_design_stops_each_world_size_at_its_own_target(tmp_path):
     given = planned("--time-budget", "3600")
     assert given.precision == {1: 0.10, 2: 0.15} and given.budget_given
     long = run_command.start_design(given)
-    assert long["mixture_c"] == 4.0 and long["minimum_rounds"] == 0
+    assert long["method"] == METHOD and long["mixture_c"] == 4.0 and long["minimum_rounds"] == 0
+    assert run_command.start_design(planned("--time-budget", "480"))["planned_rounds"] == 24
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -394,9 +419,9 @@ def mirrored(runs: list[RunRecord]) -> list[RunRecord]:
 def test_precision_rounds_through_the_launchers(tmp_path):
     """--precision through horovodrun and torchrun with a planted slowdown too large to miss: 10 ms a step on
     Horovod, 5-15x its np 1 step (14.5x, round-to-round spread 0.05, in one run). A budget this short takes
-    the short mixture (c = 0.5): the sequence is 6.0 round spreads wide at round 4, 1.97 at 6, so the loop
-    stops at the first look whose interval is within +-80% (round 4 at a round-to-round spread of the
-    log-ratio up to 0.1, round 6 up to 0.3), or at the budget (a backstop).
+    the group-sequential design (planned to 20 rounds): 7.7 round spreads wide at round 4 (or 1.6 if the
+    budget ends there), 2.3 at 6, so the loop stops at the first look whose interval is within +-80% (round 6
+    at a round-to-round spread of the log-ratio up to about 0.25), or at the budget (a backstop).
     The stop must agree with the intervals the records give at each look; with the others' CPU use taken out
     of the records the verdict must name DDP, and with the frameworks' names swapped, Horovod: a judge that
     never answers, or always names DDP, fails here. Error rates and power are simulated
@@ -410,7 +435,8 @@ def test_precision_rounds_through_the_launchers(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     design = json.loads((out / "runs" / SEQUENTIAL_RECORD).read_text())
     assert design["stopped"] in ("precision", "budget") and design["rounds"] >= 4, design
-    assert design["mixture_c"] == 0.5 and design["world_sizes"]["1"]["stopped"] == design["stopped"], design
+    assert design["method"] == group_sequential.METHOD, design
+    assert design["world_sizes"]["1"]["stopped"] == design["stopped"], design
     assert design["rounds"] % 2 == 0, design  # looks after round 4, then after every pair
     assert design["elapsed_s"] <= budget * 1.3, design  # the next round's time is guessed from the last one's
     said = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
@@ -420,7 +446,7 @@ def test_precision_rounds_through_the_launchers(tmp_path):
     assert [row["round"] for row in speed["rounds"]] == list(range(1, design["rounds"] + 1))
     assert all(row["order"] == (["horovod", "ddp"] if row["round"] % 2 else ["ddp", "horovod"])
                for row in speed["rounds"]), [row["order"] for row in speed["rounds"]]
-    assert speed["method"] == METHOD and speed["winner"] != "horovod", speed["sentence"]
+    assert speed["method"] == group_sequential.METHOD and speed["winner"] != "horovod", speed["sentence"]
     runs = find_runs(out / "runs")
     # The stop, judged again from the records: not reached at any earlier look, reached at the stop if that
     # is why it stopped (and not, if the budget was).

@@ -20,12 +20,16 @@ import numpy as np
 import pytest
 
 from compare import defaults
+from compare.analysis import group_sequential
 from compare.analysis.contention import judge_contention
 from compare.analysis.records import RunRecord
 from compare.analysis.sequential import MIXTURE_C, SHORT_MIXTURE_C, log_half_width
 from compare.analysis.simulate_speed import (
     CLAIMS,
     DEFAULT,
+    GROUP_8,
+    GROUP_12,
+    GROUP_CLAIMS,
     MEASURED,
     MIRROR,
     POWER_AT_1_3,
@@ -50,13 +54,14 @@ from workload.record_format import CONTENTION_RECORD, METRICS, RUN_JSON, SCHEMA_
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 HEADLINE = tuple(claim for claim in CLAIMS if claim.headline)
+GROUP_HEADLINE = tuple(claim for claim in GROUP_CLAIMS if claim.headline)
 
 
 def _label(claim: Claim) -> str:
     return f"{claim.what}, {claim.design.name}, x{claim.slower:g}"
 
 
-@pytest.mark.parametrize("claim", HEADLINE, ids=_label)
+@pytest.mark.parametrize("claim", HEADLINE + GROUP_HEADLINE, ids=_label)
 def test_headline_claims_hold_under_realistic_noise(claim):
     entry = claim.judge(scenario(claim.design, claim.slower, claim.seed))
     assert entry["outcome"]["trials"] >= 2000
@@ -91,8 +96,47 @@ def test_the_default_design_has_its_stated_power_at_1_3x():
 
 def test_docs_print_the_headline_rows():
     text = DOCS.read_text(encoding="utf-8")
-    for row in error_rate_markdown(judge_claims(HEADLINE)).splitlines()[2:]:
+    for row in error_rate_markdown(judge_claims(HEADLINE + GROUP_HEADLINE)).splitlines()[2:]:
         assert row in text, f"docs/benchmarks.md does not print: {row} (rerun scripts/speed_error_rates.py)"
+
+
+def test_the_default_design_is_narrower_than_the_sequence_it_replaced_and_as_safe():
+    """Beside the confidence sequence (c = 0.5) on the same simulated launches, the group-sequential design
+    names a true 1.2x difference the right way far more often at 8 and 12 rounds, and reaches +-15% at 12 far
+    more often, while both keep misses and false winners within 5% (the exact interval's upper end): the
+    docs' table prints every row."""
+    judged = {(e["claim"].design.name, e["claim"].slower, e["claim"].what): e for e in judge_claims(GROUP_CLAIMS)}
+    for group in (GROUP_8, GROUP_12):
+        sequence = group.name.replace("group-sequential", "confidence sequence c=0.5")
+        assert judged[(group.name, 1.2, "names the slower side")]["rate"] > 2 * judged[
+            (sequence, 1.2, "names the slower side")]["rate"]
+        for slower, what in ((1.0, "false winner"), (1.0, "interval misses"), (1.2, "interval misses")):
+            assert judged[(group.name, slower, what)]["high"] <= 0.05, (group.name, slower, what)
+    assert judged[(GROUP_12.name, 1.0, "precision reached")]["rate"] > 4 * judged[
+        ("confidence sequence c=0.5, +-15%, budget 12 rounds", 1.0, "precision reached")]["rate"]
+    assert error_rate_markdown(list(judged.values())) in DOCS.read_text(encoding="utf-8")
+
+
+def test_the_boundaries_are_the_published_ones():
+    """The recursive integration against Pocock's constants (Pocock 1977, two-sided 5%, 2-5 equally spaced
+    looks); the Lan-DeMets O'Brien-Fleming-type boundary's first look is z_{0.025} / sqrt(t) exactly, a single
+    look at t = 1 is the fixed-sample 1.96, and Gaussian partial sums drawn apart cross its looks as often
+    as the spending function says (within 4 binomial sds)."""
+    assert [round(group_sequential.constant_boundary(k), 3) for k in (2, 3, 4, 5)] == [2.178, 2.289, 2.361, 2.413]
+    counts = (2, 4, 6, 8, 10)
+    cuts = np.asarray(group_sequential.boundaries(counts, 10, False))
+    assert cuts[0] == pytest.approx(1.959964 / np.sqrt(0.2), abs=1e-5)
+    assert group_sequential.boundaries((12,), 12, False)[0] == pytest.approx(1.959964, abs=1e-5)
+    draws = 400_000
+    sums = np.cumsum(np.random.default_rng(8).standard_normal((draws, 10)), axis=1)[:, np.asarray(counts) - 1]
+    crossed = np.cumsum(np.abs(sums / np.sqrt(counts)) >= cuts, axis=1) > 0
+    for k, n in enumerate(counts):
+        spent = group_sequential.obrien_fleming_spent(n / 10, 0.05)
+        assert abs(crossed[:, k].mean() - spent) < 4 * np.sqrt(spent * (1 - spent) / draws) + 1e-5, (n, spent)
+    # a final look spends what is left: narrower than the planned look at the same count, wider than fixed
+    planned = group_sequential.boundaries((4, 6, 8), 12, False)[-1]
+    final = group_sequential.boundaries((4, 6, 8), 12, True)[-1]
+    assert 1.96 < final < planned
 
 
 @pytest.mark.campaign
@@ -129,20 +173,23 @@ def test_the_confidence_sequence_holds_when_read_after_every_round(c):
 
 
 def test_the_default_design_names_no_false_winner_and_catches_a_large_difference():
-    """compare run's default (rounds until +-10% at np 1, the first look after 4, the short budget's c; about
-    8 speed rounds fit its budget here) under the realistic noise: with no difference a winner in at most 5%
-    of runs (the exact 95% interval's upper end), and a 2x difference named the right way in most, never the
-    wrong way (the check has power, not only a small size)."""
+    """compare run's default (rounds until +-10% at np 1, the first look after 4, the group-sequential design
+    planned to 12 rounds; about 8 speed rounds fit its budget here) under the realistic noise: with no
+    difference a winner in at most 5% of runs (the exact 95% interval's upper end), and a 2x difference named
+    the right way in most, never the wrong way (the check has power, not only a small size)."""
     rng = np.random.default_rng(12)
+    planned = sequential_rounds.planned_rounds(run_command.DEFAULT_BUDGET_S, run_command.DEFAULT_ROUNDS)
+    assert planned == GROUP_8.planned == GROUP_12.planned
+    trials = GROUP_8.trials  # a rate near 4% needs more than 2,000 trials for its interval to end under 5%
     for slower, wrong in ((1.0, None), (2.0, -1)):
-        times, _ = draw_run(rng, MEASURED, TRIALS, 8, slower=slower)
+        times, _ = draw_run(rng, MEASURED, trials, 8, slower=slower)
         out = sequential_rule(round_logs(times, MEASURED.warmup), 0.10, first_look=run_command.DEFAULT_ROUNDS,
-                              c=SHORT_MIXTURE_C)
+                              interval="group", planned=planned)
         named = int(np.sum(out["winner"] != 0))
         if wrong is None:
-            assert rate_interval(named, TRIALS)[2] <= 0.05, named
+            assert rate_interval(named, trials)[2] <= 0.05, named
         else:
-            assert not np.any(out["winner"] == wrong) and named > TRIALS / 2, named
+            assert not np.any(out["winner"] == wrong) and named > trials / 2, named
 
 
 DOCUMENTED_SPREAD = 0.34  # docs/benchmarks.md: the rounds' log-ratio sd under this noise, to 2 digits
@@ -251,10 +298,11 @@ def test_the_fixed_rule_is_compare_speeds(tmp_path):
 
 class _Rounds:
     """compare run's Runner for more_rounds, with simulated launches: each writes the run record and the
-    contention record of its round's draw, and one round takes one second of a fake clock."""
+    contention record of its round's draw, and one round takes round_s seconds of a fake clock."""
 
-    def __init__(self, runs: Path, times: np.ndarray, others: np.ndarray, clock: list[float], timed: bool = False):
-        self.runs, self.times, self.others, self.clock = runs, times, others, clock
+    def __init__(self, runs: Path, times: np.ndarray, others: np.ndarray, clock: list[float], timed: bool = False,
+                 round_s: float = 1.0):
+        self.runs, self.times, self.others, self.clock, self.round_s = runs, times, others, clock, round_s
         self.count, self.reporter, self.rounds = 0, types.SimpleNamespace(total=0), []
         self.offset = 1 if timed else 0  # timed windows: round 1 is the parity launch, round R the R-1th draw
 
@@ -284,8 +332,11 @@ class _Rounds:
         for launch in batch:
             self.write(launch.framework, launch.options.round)
         self.rounds += numbers
-        self.clock[0] += len(numbers)
+        self.clock[0] += len(numbers) * self.round_s
         return True
+
+
+WINDOW = {"seconds": 2.0, "steps": 100, "overhead_s": None, "block_log_sd": None, "chosen": False}
 
 
 class _Scheduler:
@@ -293,52 +344,133 @@ class _Scheduler:
         return types.SimpleNamespace(framework=framework, world_size=world_size, options=options, run_root=run_root)
 
 
-@pytest.mark.parametrize("default", [False, True], ids=["--precision 20%", "the default design"])
+# (the design's name, --precision or None for the default, seconds a simulated round takes, rounds the budget
+# holds): the group-sequential design stopped by its budget (10 rounds: the final look spends what is left) and
+# by its last planned look (the default: 12 rounds before a 30-round budget), and a long budget's confidence
+# sequence (over 900 s: c = 4)
+LOOP_DESIGNS = {"--precision 20%, budget 10 rounds": (0.20, 1.0, 10), "the default design": (None, 1.0, 30),
+                "--precision 20%, an hour's budget": (0.20, 40.0, 30)}
+
+
+@pytest.mark.parametrize("name", LOOP_DESIGNS)
 @pytest.mark.parametrize("timed", [False, True], ids=["own steps", "timed windows"])
-def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed, default):
-    """compare run's own loop (more_rounds: --repeats rounds, then pairs, a look after each, stop at +-P% or at
-    the budget) on simulated launches stops where the simulated rule does, with the same interval, and names
-    a side exactly when that anytime-valid interval excludes 1: so the claims for PRECISION's rule (its
-    coverage and error rates above) are claims for the loop. Some trials reach the precision, some spend the
-    budget; some name DDP (the faster side), some do not. With timed windows (the default) round 1 is the
-    parity launch, not a speed round: the loop counts the speed rounds after it, and the parity launch's
-    times (Horovod 3x slower here) never enter the interval. The default design (no --precision, no
-    --repeats: +-15% at np 2, the short budget's mixture c, its first rounds forced) is the same rule with
-    its own target and c."""
-    budget, trials = 30, 10
-    precision = defaults.DEFAULT_PRECISION_MANY if default else 0.20
+def test_the_multi_look_loop_is_the_simulated_rule(tmp_path, monkeypatch, timed, name):
+    """compare run's own loop (more_rounds: --repeats rounds, then pairs, a look after each, stop at +-P%, at
+    the budget or at the design's last planned look) on simulated launches stops where the simulated rule
+    does, with the same interval, and names a side exactly when that interval excludes 1: so the claims for
+    the rules (their coverage and error rates above) are claims for the loop. Some trials reach the
+    precision, some do not; some name DDP (the faster side), some do not. With timed windows (the default)
+    round 1 is the parity launch, not a speed round: the loop counts the speed rounds after it, and the
+    parity launch's times (Horovod 3x slower here) never enter the interval. The default design (no
+    --precision, no --repeats: +-15% at np 2, its first rounds forced) is the same rule with its own target."""
+    chosen, round_s, budget = LOOP_DESIGNS[name]
+    trials, drawn = 10, 30
+    default = chosen is None
+    precision = defaults.DEFAULT_PRECISION_MANY if default else chosen
     assert PRECISION.first_look == defaults.DEFAULT_ROUNDS  # the simulated looks are the loop's
-    times, others = draw_run(np.random.default_rng(6), MEASURED, trials, budget, slower=1.25)
+    times, others = draw_run(np.random.default_rng(6), MEASURED, trials, drawn, slower=1.25)
     logs = round_logs(times, MEASURED.warmup)
     clock = [0.0]
+    budget_s = (budget + timed) * round_s
     monkeypatch.setattr(sequential_rounds, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-    monkeypatch.setattr(run_command, "DEFAULT_BUDGET_S", budget + timed)
-    chosen = ["--time-budget", str(budget + timed), "--precision", f"{precision:.0%}"] if not default else []
+    monkeypatch.setattr(run_command, "DEFAULT_BUDGET_S", budget_s)
+    given = ["--time-budget", str(budget_s), "--precision", f"{precision:.0%}"] if not default else []
     seen = []
     for trial in range(trials):
         root = tmp_path / str(trial)
         ns = build_parser(["run"]).parse_args(["run", "--np", "2", "--seeds", "0", "--reference", "off",
-                                               "--network", "host", *chosen, "--out", str(root),
+                                               "--network", "host", *given, "--out", str(root),
                                                "--timed-seconds", "2" if timed else "0"])
-        plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={2: 100} if timed else None)
+        plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={2: WINDOW} if timed else None)
         design = run_command.start_design(plan)
-        out = sequential_rule(logs, precision, first_look=run_command.DEFAULT_ROUNDS, c=design["mixture_c"])
-        rounds = _Rounds(root / "runs", times[trial], others[trial], clock, timed)
+        group = design["method"] == group_sequential.METHOD
+        assert group == (budget_s <= 900), design
+        last = min(budget, design["planned_rounds"]) if group else budget
+        out = sequential_rule(logs[:, :last], precision, first_look=run_command.DEFAULT_ROUNDS,
+                              c=design.get("mixture_c", MIXTURE_C), interval="group" if group else "sequence",
+                              planned=design.get("planned_rounds"))
+        rounds = _Rounds(root / "runs", times[trial], others[trial], clock, timed, round_s)
         for framework in SIDES:
             rounds.write(framework, 1)  # round 1, as run_suite launches it before the loop
-        clock[0] = 1.0  # round 1 took a second, as every round will
-        run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, 1.0, True,
+        clock[0] = round_s  # round 1 took as long as every round will
+        run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, round_s, True,
                                 lambda numbers, sizes, plan=plan: run_command.later_rounds(plan, numbers, sizes))
         recorded = json.loads((root / "runs" / SEQUENTIAL_RECORD).read_text())
         assert recorded["rounds"] == int(out["rounds"][trial]) == 1 - timed + len(rounds.rounds), (trial, recorded)
-        assert recorded["stopped"] == ("precision" if out["reached"][trial] else "budget"), (trial, recorded)
+        short = "last look" if group and design["planned_rounds"] < budget else "budget"
+        assert recorded["stopped"] == ("precision" if out["reached"][trial] else short), (trial, recorded)
         speed = compare_speed(2, run_command.find_runs(root / "runs"), warmup=MEASURED.warmup, design=recorded)
         assert speed["n_rounds"] == recorded["rounds"] and speed["sequential"]["reached"] == bool(out["reached"][trial])
         assert speed["ci_low"] == pytest.approx(np.exp(out["low"][trial]))
         assert speed["ci_high"] == pytest.approx(np.exp(out["high"][trial]))
-        # the rule it claims: a side named exactly when the anytime-valid interval excludes 1
+        # the rule it claims: a side named exactly when the interval excludes 1
         rule = "ddp" if speed["ci_low"] > 1 else "horovod" if speed["ci_high"] < 1 else None
         assert speed["winner"] == rule == {1: "ddp", -1: "horovod", 0: None}[int(out["winner"][trial])], speed
-        assert "anytime-valid 95% interval" in speed_sentence(speed)
+        assert ("group-sequential 95%" if group else "anytime-valid 95% interval") in speed_sentence(speed)
         seen.append((recorded["stopped"], speed["winner"]))
-    assert {"precision", "budget"} <= {s for s, _ in seen} and {"ddp", None} <= {w for _, w in seen}, seen
+    assert "precision" in {s for s, _ in seen} and {"ddp", None} <= {w for _, w in seen}, seen
+
+
+class _TwoSizes(_Rounds):
+    """Simulated launches at np 1 and np 2: np 1's rounds steady (it reaches its target at the first look),
+    np 2's drawn from the realistic noise (it does not); a launch takes half a second of the fake clock."""
+
+    def __init__(self, runs: Path, times: dict[int, np.ndarray], clock: list[float]):
+        super().__init__(runs, times[2], np.zeros((times[2].shape[0], 2)), clock, timed=True)
+        self.by_size, self.launched = times, []
+
+    def write_at(self, framework: str, number: int, world_size: int) -> None:
+        self.times = self.by_size[world_size]
+        self.write(framework, number)
+        if world_size == 1:  # _Rounds writes np 2's records: move them to np 1's
+            source = self.runs / f"{framework}-np2-round{number}"
+            meta = json.loads((source / RUN_JSON).read_text())
+            (source / RUN_JSON).write_text(json.dumps({**meta, "world_size": 1}))
+            source.rename(self.runs / f"{framework}-np1-round{number}")
+
+    def run(self, batch, planned) -> bool:
+        for launch in batch:
+            self.write_at(launch.framework, launch.options.round, launch.world_size)
+            self.launched.append((launch.options.round, launch.world_size))
+        self.clock[0] += 0.5 * len(batch)
+        return True
+
+
+def test_the_budget_goes_to_the_size_that_has_not_decided(tmp_path, monkeypatch, capsys):
+    """Once np 1 reaches its target, the rounds after launch np 2 alone, so the budget buys np 2 more rounds
+    than if both sizes went on; each size's design record says its own looks, stop and rounds, and those are
+    the rounds its verdict counts. At the first look, np 2 (short of a target it cannot reach) is told so
+    before the rest of the budget is spent."""
+    rng = np.random.default_rng(21)
+    steady = MEASURED.step_s * np.exp(rng.normal(0, 0.01, (30, 2, MEASURED.warmup + MEASURED.steps)))
+    steady[:, 0] *= 1.3  # np 1: Horovod 1.3x slower, every round alike
+    noisy, _ = draw_run(rng, MEASURED, 1, 30, slower=1.0)
+    clock = [0.0]
+    monkeypatch.setattr(sequential_rounds, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    root = tmp_path / "two"
+    ns = build_parser(["run"]).parse_args(["run", "--np", "1,2", "--seeds", "0", "--reference", "off",
+                                           "--network", "host", "--out", str(root), "--time-budget", "16",
+                                           "--precision", "1:10%,2:1%"])
+    plan = replace(run_command.plan(ns), scheduler=_Scheduler(), window={1: WINDOW, 2: WINDOW})
+    design = run_command.start_design(plan)
+    rounds = _TwoSizes(root / "runs", {1: steady, 2: noisy[0]}, clock)
+    for world_size in (1, 2):
+        for framework in SIDES:
+            rounds.write_at(framework, 1, world_size)
+    clock[0] = 2.0  # round 1: four launches
+    run_command.more_rounds(plan, design, rounds, lambda launches: [1] * len(launches), 0.0, 2.0, True,
+                            lambda numbers, sizes, plan=plan: run_command.later_rounds(plan, numbers, sizes))
+    recorded = json.loads((root / "runs" / SEQUENTIAL_RECORD).read_text())
+    np1, np2 = recorded["world_sizes"]["1"], recorded["world_sizes"]["2"]
+    assert np1["stopped"] == "precision" and np1["looks"] == [5] and np1["rounds"] == 4, np1
+    assert np2["stopped"] == "budget" and np2["rounds"] > np1["rounds"] + 4, np2
+    assert {size for number, size in rounds.launched if number > 5} == {2}, rounds.launched
+    # 16 s: 2 for round 1, 8 for rounds 2-5 at both sizes (1 s each), then np 2 alone at 1 s a pair
+    assert recorded["rounds"] == np2["rounds"] == 10, recorded
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("rounds: np 2 spreads")]
+    assert said == [sequential_rounds.forecast_line([np2["forecast"]], 12)], said
+    assert "±1% needs more than the design's last look (12 rounds)" in said[0] and "forecast" not in np1, said
+    for world_size, own in ((1, np1), (2, np2)):
+        speed = compare_speed(world_size, run_command.find_runs(root / "runs"), warmup=MEASURED.warmup,
+                              design=recorded)
+        assert speed["n_rounds"] == own["rounds"] and speed["sequential"]["stopped"] == own["stopped"]

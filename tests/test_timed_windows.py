@@ -14,7 +14,16 @@ import pytest
 from compare.analysis.aa import compare_aa
 from compare.analysis.records import RunRecord, find_runs
 from compare.analysis.speed import compare_speed
-from compare.analysis.timing import MIN_WINDOW_STEPS, window_steps
+from compare.analysis.timing import (
+    BLOCK_STEPS,
+    LAUNCH_LOG_SD,
+    MIN_WINDOW_STEPS,
+    MOST_OVERHEAD_MULTIPLE,
+    block_variance,
+    launch_median,
+    steady_window_s,
+    window_steps,
+)
 from compare.render.speed import aa_sentence
 from tests.helpers import run
 
@@ -26,6 +35,30 @@ def test_window_steps_cover_the_window_after_the_warmup():
     for bad in ((0, 0.001), (2.0, 0.0), (-1, 0.001)):
         with pytest.raises(ValueError):
             window_steps(*bad, 5)
+
+
+def test_the_window_is_chosen_from_the_overhead_and_the_spread():
+    """T = sqrt(O v tau / a): the window that spends least time for a given precision when a round's variance is
+    a + v tau / T and costs O + T; at least --timed-seconds' floor, at most a few overheads. A launch whose median
+    settles slowly (bimodal or drifting steps) gets a longer window, a long start-up too."""
+    best = np.sqrt(4.0 * 0.05 * 0.1) / LAUNCH_LOG_SD
+    assert steady_window_s(4.0, 0.05, 0.1, 2.0) == pytest.approx(best) and 2.0 < best < 12.0
+    # the cost (O + T)(a + v tau / T) is least there: a shorter or longer window costs more
+    cost = [(4.0 + t) * (LAUNCH_LOG_SD**2 + 0.05 * 0.1 / t) for t in (best / 2, best, best * 2)]
+    assert cost[1] < cost[0] and cost[1] < cost[2]
+    assert steady_window_s(8.0, 0.05, 0.1, 2.0) > steady_window_s(4.0, 0.05, 0.1, 2.0)
+    assert steady_window_s(4.0, 0.001, 0.04, 2.0) == 2.0  # a steady median: the floor
+    assert steady_window_s(1.0, 1.0, 1.0, 0.5) == MOST_OVERHEAD_MULTIPLE * 1.0  # the cap
+    # block variance: blocks of BLOCK_STEPS i.i.d. log-normal steps (sd 0.1) have log medians of variance
+    # about (pi / 2) 0.01 / BLOCK_STEPS; a launch that switches between two speeds has far more
+    rng = np.random.default_rng(3)
+    steady = [0.002 * np.exp(rng.normal(0, 0.1, 4000)) for _ in range(3)]
+    var, block_s = block_variance(steady, warmup=5)
+    assert var == pytest.approx(np.pi / 2 * 0.01 / BLOCK_STEPS, rel=0.3)
+    assert block_s == pytest.approx(0.002 * BLOCK_STEPS, rel=0.05)
+    switching = [t * np.repeat(rng.choice([1.0, 1.5], 20), 200) for t in steady]
+    assert block_variance(switching, warmup=5)[0] > 10 * var
+    assert block_variance([steady[0][:2 * BLOCK_STEPS]], warmup=5) is None  # too few blocks to say
 
 
 def record(framework: str, number: int, step_s: float, rng: np.random.Generator, *, timed: float | None,
@@ -112,7 +145,9 @@ def test_timed_speed_rounds_and_an_aa_twin_through_the_launchers(tmp_path):
     assert sorted({r.round for r in speed_runs}) == [2, 3, 4] and len(speed_runs) == 9
     assert all(r.timed_seconds == 0.5 for r in speed_runs)
     window = {len(r.steps) for r in speed_runs}
-    assert len(window) == 1 and window.pop() > len(parity[0].steps)
+    # the window's steps are planned from round 1's median step times (load moves them, not the rule)
+    step_s = np.exp(np.mean([np.log(launch_median([r], 5)) for r in parity]))
+    assert window == {window_steps(0.5, step_s, 5)}, (window, step_s)
     assert sum(r.is_twin for r in speed_runs) == 3
     # the twin waits 1 ms a step: named slower, and the Horovod/DDP verdict never reads it
     level = json.loads((out / "report.json").read_text())["analysis"]["levels"][0]
@@ -131,3 +166,38 @@ def test_timed_and_aa_options_refuse_bad_input(tmp_path):
         result = run([sys.executable, "-m", "compare", "run", "--out", str(tmp_path / "x"), *args], timeout=120)
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_round_1_chooses_the_speed_launches_window(tmp_path):
+    """window_plan reads round 1's launches: the overhead is a launch's wall time less its steps, the spread
+    how its medians settle; without --timed-seconds the window is chosen from them (a launch that settles
+    slowly gets more than the 2 s floor), with it the window is the one given."""
+    from compare.commands import run as run_command
+    from compare.commands.cli import build_parser
+
+    rng = np.random.default_rng(9)
+    runs = []
+    for framework in ("horovod", "ddp"):
+        directory = tmp_path / "runs" / f"{framework}-np1"
+        directory.mkdir(parents=True)
+        times = 0.002 * np.exp(rng.normal(0, 0.1, 1200)) * np.repeat(rng.choice([1.0, 1.5], 12), 100)
+        (directory / "contention.json").write_text(json.dumps({"wall_s": 5.0 + float(times.sum())}))
+        rows = [{"step": i + 1, "loss": 1.0, "step_time_s": float(t)} for i, t in enumerate(times)]
+        runs.append(RunRecord(directory, {"framework": framework, "world_size": 1, "seed": 0, "status": "ok",
+                                          "options": {"round": 1}}, rows, []))
+
+    def planned(*args: str) -> run_command.ComparisonPlan:
+        ns = build_parser(["run"]).parse_args(["run", "--np", "1", "--seeds", "0", "--reference", "off",
+                                               "--network", "host", "--out", str(tmp_path / "out"), *args])
+        return run_command.plan(ns)
+
+    chosen = run_command.window_plan(planned(), runs)[1]
+    assert chosen["chosen"] and chosen["overhead_s"] == pytest.approx(5.0)
+    settling = block_variance([r.step_times for r in runs], 5)
+    assert chosen["seconds"] == pytest.approx(steady_window_s(5.0, *settling, 2.0), abs=0.01) and chosen["seconds"] > 2
+    assert chosen["steps"] == window_steps(chosen["seconds"], np.exp(np.mean(np.log(
+        [np.median(r.step_times[5:]) for r in runs]))), 5)
+    given = run_command.window_plan(planned("--timed-seconds", "0.5"), runs)[1]
+    assert not given["chosen"] and given["seconds"] == 0.5
+    line = run_command.window_line({1: chosen})
+    assert line.startswith(f"speed launches: np 1 times {chosen['seconds']:g} s (") and "launch overhead 5 s" in line

@@ -51,7 +51,7 @@ def compare_aa(world_size: int, runs: Iterable[RunRecord], warmup: int, confiden
     rounds = aa_rounds(runs, world_size, warmup)
     if not rounds:
         return None
-    judged = judge_rounds(rounds, confidence, design)
+    judged = judge_rounds(rounds, confidence, design, world_size)
     kept, outcome = judged.kept, judged.outcome
     slower = {SpeedOutcome.DDP_FASTER: "twin", SpeedOutcome.HOROVOD_FASTER: "first"}.get(outcome)  # ratio a/b
     return {

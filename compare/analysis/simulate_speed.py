@@ -30,7 +30,8 @@ from scipy import signal, stats
 
 from compare.analysis import speed
 from compare.analysis.contention import OTHERS_MIN_CORES
-from compare.analysis.sequential import MIXTURE_C, sequence_bounds
+from compare.analysis.group_sequential import t_multiplier
+from compare.analysis.sequential import MIXTURE_C, SHORT_MIXTURE_C, sequence_bounds
 from compare.names import FRAMEWORKS
 
 SIDES = FRAMEWORKS  # axis 2 of every (trials, rounds, sides) array
@@ -154,12 +155,25 @@ def t_bounds(logs: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np
     return logs.mean(axis=-1), stats.t.ppf(0.5 + confidence / 2, n - 1) * logs.std(axis=-1, ddof=1) / np.sqrt(n)
 
 
+def group_bounds(logs: np.ndarray, looks: list[int], planned: int, final: bool, confidence: float = 0.95
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and half-width of the group-sequential repeated interval at the last of these looks (rounds
+    counted at each), over the last axis of `logs`; `final`: the budget ends there, the look spends what is
+    left."""
+    n = logs.shape[-1]
+    multiplier = t_multiplier(tuple(looks), planned, final, alpha=1 - confidence)
+    return logs.mean(axis=-1), multiplier * logs.std(axis=-1, ddof=1) / np.sqrt(n)
+
+
 def sequential_rule(logs: np.ndarray, precision: float, first_look: int, confidence: float = 0.95,
-                    c: float = MIXTURE_C, interval: str = "sequence") -> dict[str, np.ndarray]:
+                    c: float = MIXTURE_C, interval: str = "sequence", planned: int | None = None
+                    ) -> dict[str, np.ndarray]:
     """--precision: look after round first_look and after every second round from there (whole A B / B A
     pairs), stop at the first look where the interval is within +-precision, or at the last round (the
-    budget); a winner when the interval at the stop excludes 0. interval "t": the fixed-sample t interval
-    read the same way, to show what stopping on it costs."""
+    budget); a winner when the interval at the stop excludes 0. interval "sequence": the confidence sequence
+    (mixture c); "group": the group-sequential design planned to `planned` rounds, the last round drawn
+    being the budget's final look (it spends what is left); "t": the fixed-sample t interval read the same
+    way, to show what stopping on it costs."""
     trials, rounds = logs.shape
     target = np.log1p(precision)
     stop = np.full(trials, rounds)
@@ -167,9 +181,14 @@ def sequential_rule(logs: np.ndarray, precision: float, first_look: int, confide
     half_at = np.full(trials, np.inf)
     open_ = np.ones(trials, dtype=bool)
     looks = [*range(first_look, rounds, 2), rounds]
-    for n in looks:
-        mean, half = (sequence_bounds(logs[:, :n], 1 - confidence, c) if interval == "sequence"
-                      else t_bounds(logs[:, :n], confidence))
+    for k, n in enumerate(looks):
+        if interval == "sequence":
+            mean, half = sequence_bounds(logs[:, :n], 1 - confidence, c)
+        elif interval == "group":
+            last = rounds if planned is None else planned
+            mean, half = group_bounds(logs[:, :n], looks[:k + 1], last, n == rounds, confidence)
+        else:
+            mean, half = t_bounds(logs[:, :n], confidence)
         now = open_ & ((half <= target) | (n == rounds))
         stop[now], mean_at[now], half_at[now] = n, mean[now], half[now]
         open_ &= ~now
@@ -187,13 +206,28 @@ class Design:
     rounds: int  # the default's fixed rounds, or the most --precision may launch (the budget)
     precision: float | None = None
     first_look: int = 4
-    interval: str = "sequence"  # or "t": the fixed-sample interval, stopped on (the mistake this avoids)
+    interval: str = "sequence"  # "group": the default's group-sequential design; "t": the fixed-sample
+    # interval, stopped on (the mistake this avoids)
+    c: float = MIXTURE_C  # the confidence sequence's mixture
+    planned: int | None = None  # the group-sequential design's last planned look
+    trials: int = 2000  # simulated comparisons per claim: more where a rate lies near its bound
 
 
 DEFAULT = Design("default (4 rounds)", 4)
 PRECISION = Design("--precision 5%", 160, precision=0.05)
 PRECISION_10 = Design("--precision 10%", 160, precision=0.10)
 NAIVE_10 = Design("t interval stopped at +-10%", 160, precision=0.10, interval="t")
+# compare run's default: rounds until +-10% (np 1) or +-15% (np 2) within a budget that holds 8 or 12 speed
+# rounds, by the group-sequential design (planned to 12 rounds, the budget's last look spending what is left),
+# beside the confidence sequence it replaced there (c = 0.5)
+GROUP_8 = Design("group-sequential, +-10%, budget 8 rounds", 8, precision=0.10, interval="group", planned=12,
+                 trials=5000)
+GROUP_12 = Design("group-sequential, +-15%, budget 12 rounds", 12, precision=0.15, interval="group", planned=12,
+                 trials=5000)
+SEQUENCE_8 = Design("confidence sequence c=0.5, +-10%, budget 8 rounds", 8, precision=0.10, c=SHORT_MIXTURE_C,
+                    trials=5000)
+SEQUENCE_12 = Design("confidence sequence c=0.5, +-15%, budget 12 rounds", 12, precision=0.15, c=SHORT_MIXTURE_C,
+                     trials=5000)
 
 
 def simulate(design: Design, slower: float, trials: int, seed: int, noise: Noise = MEASURED) -> dict:
@@ -209,7 +243,8 @@ def simulate(design: Design, slower: float, trials: int, seed: int, noise: Noise
             winner, low, high = fixed_rule(logs)
             rounds, reached = np.full(len(winner), design.rounds), np.zeros(len(winner), dtype=bool)
         else:
-            out = sequential_rule(logs, design.precision, design.first_look, interval=design.interval)
+            out = sequential_rule(logs, design.precision, design.first_look, c=design.c, interval=design.interval,
+                                  planned=design.planned)
             winner, low, high, rounds, reached = (out[k] for k in ("winner", "low", "high", "rounds", "reached"))
         counts["ddp"] += int(np.sum(winner == 1))
         counts["horovod"] += int(np.sum(winner == -1))
@@ -266,7 +301,9 @@ TRIALS = 2000
 SEEDS = {(DEFAULT.name, 1.0): 1, (PRECISION.name, 1.0): 2, (DEFAULT.name, 1.1): 3, (DEFAULT.name, 1.2): 4,
          (PRECISION.name, 1.1): 5, (PRECISION.name, 1.2): 6, (PRECISION_10.name, 1.0): 7,
          (PRECISION_10.name, 1.2): 8, (NAIVE_10.name, 1.0): 9, (DEFAULT.name, 1.3): 10,
-         (DEFAULT.name, 1 / 1.3): 11}
+         (DEFAULT.name, 1 / 1.3): 11, (GROUP_8.name, 1.0): 12, (GROUP_12.name, 1.0): 13,
+         (SEQUENCE_8.name, 1.0): 12, (SEQUENCE_12.name, 1.0): 13, (GROUP_8.name, 1.2): 14, (GROUP_12.name, 1.2): 15,
+         (SEQUENCE_8.name, 1.2): 14, (SEQUENCE_12.name, 1.2): 15}
 
 
 def _claim(what: str, design: Design, slower: float, bound: float | None = None, kind: str = "at most",
@@ -302,10 +339,20 @@ CLAIMS = (
     _claim("names the slower side", PRECISION_10, 1.2),
 )
 
+# The default design's table (docs/benchmarks.md, "The default rounds: a group-sequential design"): the same
+# seeds for the two designs, so each pair of rows reads the same simulated launches.
+GROUP_CLAIMS = tuple(
+    claim for group, sequence in ((GROUP_8, SEQUENCE_8), (GROUP_12, SEQUENCE_12)) for design in (group, sequence)
+    for claim in (_claim("false winner", design, 1.0, 0.05, headline=design is group),
+                  _claim("interval misses", design, 1.0, 0.05, headline=design is group),
+                  _claim("precision reached", design, 1.0),
+                  _claim("interval misses", design, 1.2, 0.05),
+                  _claim("names the slower side", design, 1.2)))
 
-def scenario(design: Design, slower: float, seed: int, trials: int = TRIALS) -> dict:
-    """One simulated scenario, kept: several claims (and tests) read the same one."""
-    return _scenario(design, slower, seed, trials)
+
+def scenario(design: Design, slower: float, seed: int, trials: int | None = None) -> dict:
+    """One simulated scenario (the design's trials unless told), kept: several claims (and tests) read it."""
+    return _scenario(design, slower, seed, trials or design.trials)
 
 
 @functools.lru_cache(maxsize=32)
@@ -313,5 +360,5 @@ def _scenario(design: Design, slower: float, seed: int, trials: int) -> dict:
     return simulate(design, slower, trials, seed)
 
 
-def judge_claims(claims: tuple[Claim, ...] = CLAIMS, trials: int = TRIALS) -> list[dict]:
+def judge_claims(claims: tuple[Claim, ...] = CLAIMS, trials: int | None = None) -> list[dict]:
     return [claim.judge(scenario(claim.design, claim.slower, claim.seed, trials)) for claim in claims]

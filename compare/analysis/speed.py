@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from compare.analysis import group_sequential
 from compare.analysis.contention import judge_contention, launch_contention
 from compare.analysis.parity import CONFIDENCE
 from compare.analysis.records import RunRecord
@@ -176,13 +177,29 @@ def sequential_state(design: dict | None, half_width: float | None, world_size: 
             "stopped": own.get("stopped", design.get("stopped")), "rounds": own.get("rounds", design.get("rounds"))}
 
 
-def interval_over(design: dict | None) -> Callable[[list[float], float], dict]:
-    """The interval a verdict takes over its rounds' ratios: the t interval for a fixed number of rounds,
-    the confidence sequence (with the design's c) for a sequential design."""
+def interval_over(design: dict | None, world_size: int) -> Callable[[list[dict], float], dict]:
+    """The interval a verdict takes over its rounds (rows with "round" and "ratio"): the t interval for a fixed
+    number of rounds; under a sequential design the group-sequential repeated interval at this size's last
+    look (its looks and whether the last spent all that was left, from the design), or the confidence
+    sequence (with the design's c) for a long budget's design."""
     if not design:
-        return rounds_ratio
-    c = float(design.get("mixture_c") or MIXTURE_C)
-    return lambda ratios, confidence: confidence_sequence(ratios, confidence, c)
+        return lambda rows, confidence: rounds_ratio([row["ratio"] for row in rows], confidence)
+    if design.get("method") != group_sequential.METHOD:
+        c = float(design.get("mixture_c") or MIXTURE_C)
+        return lambda rows, confidence: confidence_sequence([row["ratio"] for row in rows], confidence, c)
+    own = (design.get("world_sizes") or {}).get(str(world_size)) or {}
+    looks, planned = list(own.get("looks") or []), int(design["planned_rounds"])
+
+    def repeated(rows: list[dict], confidence: float) -> dict:
+        last = max((row["round"] for row in rows), default=0)
+        made = [look for look in looks if look <= last]
+        # a look is the rounds it counts; with none recorded (the rounds ended before the first), the rows
+        # read once, as a final look: a fixed-n interval, valid since that stop was not the data's
+        counted = [sum(row["round"] <= look for row in rows) for look in made] or [len(rows)]
+        final = not looks or (bool(own.get("final")) and made == looks)
+        return {**group_sequential.repeated_interval([row["ratio"] for row in rows], counted, planned, final,
+                                                     confidence), "planned_rounds": planned}
+    return repeated
 
 
 @dataclass(frozen=True)
@@ -197,14 +214,14 @@ class JudgedRounds:
     withheld_by: dict | None
 
 
-def judge_rounds(rounds: list[dict], confidence: float, design: dict | None) -> JudgedRounds:
+def judge_rounds(rounds: list[dict], confidence: float, design: dict | None, world_size: int) -> JudgedRounds:
     """The rules both the Horovod/DDP verdict and the A/A check apply to their rounds (rows with "round",
     "ratio" and each launch's "contention"): contended rounds left out, the t interval over the rest (the
     confidence sequence under a sequential design), and speed_outcome on it."""
     troubles = launch_troubles(rounds)
     contended = sorted({number for number, _, judged in troubles if judged["contended"]})
     clean = [row for row in rounds if row["round"] not in contended]
-    kept = interval_over(design)([row["ratio"] for row in clean], confidence)
+    kept = interval_over(design, world_size)(clean, confidence)
     outcome, withheld_by = speed_outcome(troubles, kept, len(clean), anytime=bool(design))
     return JudgedRounds(troubles, contended, clean, kept, outcome, withheld_by)
 
@@ -220,10 +237,10 @@ def compare_speed(world_size: int, runs: Iterable[RunRecord], warmup: int, confi
     rounds = speed_rounds(runs, world_size, warmup)
     if not rounds:
         return None
-    judged = judge_rounds(rounds, confidence, design)
+    judged = judge_rounds(rounds, confidence, design, world_size)
     troubles, contended, clean, kept = judged.troubles, judged.contended, judged.clean, judged.kept
     outcome, withheld_by = judged.outcome, judged.withheld_by
-    every = interval_over(design)([row["ratio"] for row in rounds], confidence)
+    every = interval_over(design, world_size)(rounds, confidence)
     return {
         "a": "horovod", "b": "ddp", "world_size": world_size, "confidence": confidence,
         "rounds": rounds, "n_rounds": len(rounds), "rounds_used": [row["round"] for row in clean],

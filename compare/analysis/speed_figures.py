@@ -85,8 +85,11 @@ def level_figures(world_size: int, timing: dict, speed: dict | None, runs: list[
             batches = sorted({r.global_batch for r in speed_launches(runs, world_size)
                               if r.framework == framework and r.global_batch})
             batch = batches[0] if len(batches) == 1 else None
+            # one count of rounds, the verdict's and the design's: every round that timed both sides, those
+            # left out (contended) named beside it; the figures read the rounds the interval counts
             figures[framework] = {"step_s": step_s, "global_batch": batch, "throughput": throughput(batch, step_s),
-                                  "source": SPEED_ROUNDS, "rounds": len(rounds), "seeds": rounds[0]["seeds"],
+                                  "source": SPEED_ROUNDS, "rounds": speed["n_rounds"],
+                                  "rounds_left_out": len(speed["contended_rounds"]), "seeds": rounds[0]["seeds"],
                                   "scaling_efficiency": None,
                                   # round 1 counts as a speed round only without timed windows (or with none)
                                   "parity_launch_counted": any(row["round"] == 1 for row in rounds)}
@@ -94,6 +97,7 @@ def level_figures(world_size: int, timing: dict, speed: dict | None, runs: list[
             entry = timing[framework]
             figures[framework] = {"step_s": entry["step"]["median"], "global_batch": entry["global_batch"],
                                   "throughput": entry["throughput"], "source": PARITY_LAUNCH, "rounds": None,
+                                  "rounds_left_out": 0,
                                   "seeds": entry["seeds"], "scaling_efficiency": None,
                                   "parity_launch_counted": False}
     return figures

@@ -163,6 +163,7 @@ def summary_rows(levels: list[dict]) -> list[dict]:
                 "scaling_efficiency": entry["scaling_efficiency"],
                 "source": entry["source"],
                 "rounds": entry["rounds"],
+                "rounds_left_out": entry.get("rounds_left_out", 0),
                 "parity_launch_counted": entry["parity_launch_counted"],
                 "max_rel_diff_vs_other": other_diff,
                 "max_rel_diff_vs_reference": reference_diff,

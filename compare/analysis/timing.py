@@ -151,6 +151,52 @@ def window_steps(seconds: float, step_s: float, warmup: int) -> int:
     return warmup + max(MIN_WINDOW_STEPS, int(np.ceil(seconds / step_s)))
 
 
+# What no window removes: the launch-to-launch spread of the Horovod/DDP log-ratio with long steady windows
+# (../shared/notes/speed-noise: 0.065 at 5 s windows, 0.071 at 12 s, paired adjacent launches, this machine).
+LAUNCH_LOG_SD = 0.065
+# steps per block when measuring how the median of a window settles within a launch: blocks long enough to
+# hold the slow drifts and switches of step time that make long windows pay, few enough to count in round 1
+BLOCK_STEPS = 50
+MOST_OVERHEAD_MULTIPLE = 3.0  # a window at most this many launch overheads: the rest of the budget buys rounds
+
+
+def block_variance(step_times: Iterable[np.ndarray], warmup: int) -> tuple[float, float] | None:
+    """How a launch's median settles with its window: (variance of the log medians of BLOCK_STEPS-step
+    blocks, seconds a block takes), pooled over the given launches (seeds); None with under 4 blocks."""
+    logs, seconds = [], []
+    for times in step_times:
+        steady = measured(times, warmup)
+        steady = steady[np.isfinite(steady) & (steady > 0)]
+        blocks = steady[: steady.size // BLOCK_STEPS * BLOCK_STEPS].reshape(-1, BLOCK_STEPS)
+        if len(blocks) >= 2:
+            medians = np.log(np.median(blocks, axis=1))
+            logs.append(medians - medians.mean())
+            seconds.append(float(blocks.sum(axis=1).mean()))
+    count = sum(len(part) for part in logs)
+    if count - len(logs) < 3:
+        return None
+    return float(np.sum(np.concatenate(logs) ** 2) / (count - len(logs))), float(np.mean(seconds))
+
+
+def steady_window_s(overhead_s: float, block_var: float, block_s: float, least_s: float) -> float:
+    """The steady window a speed launch times, from its measured launch overhead O (what a launch costs
+    besides the window) and the within-launch settling of its median (block variance v over blocks of tau
+    seconds): a round's log-ratio varies about a + v tau / T for a window of T seconds (a the launch-to-
+    launch spread no window removes, LAUNCH_LOG_SD squared) and costs about O + T, so the time to a given
+    precision, (O + T)(a + v tau / T), is least at T = sqrt(O v tau / a). At least `least_s` (--timed-seconds),
+    at most MOST_OVERHEAD_MULTIPLE launch overheads."""
+    best = float(np.sqrt(max(overhead_s, 0.0) * max(block_var, 0.0) * max(block_s, 0.0)) / LAUNCH_LOG_SD)
+    return float(min(max(best, least_s), max(least_s, MOST_OVERHEAD_MULTIPLE * overhead_s)))
+
+
+def fixed_rounds_for(precision: float, log_sd: float, most: int = 1000) -> int | None:
+    """About how many rounds the t interval over rounds needs to reach +-precision when rounds spread by
+    log_sd: for telling a user with a fixed number of rounds what a decision would cost."""
+    n = np.arange(2, most + 1)
+    reached = np.nonzero(stats.t.ppf(0.975, n - 1) * log_sd / np.sqrt(n) <= np.log1p(precision))[0]
+    return int(n[reached[0]]) if reached.size else None
+
+
 def rounds_ratio(ratios: Iterable[float], confidence: float = 0.95) -> dict:
     """The a/b step-time ratio over rounds: the geometric mean of the rounds' ratios, with a t interval
     on their logarithms (a paired test over rounds: each round holds one launch of each side).

@@ -199,19 +199,22 @@ OPTIONS: tuple[Opt, ...] = (
                           "seed only, timing --timed-seconds, in alternating order (A B, B A ...); 0: parity only. "
                           f"With --precision or --time-budget: the first look (default {DEFAULT_ROUNDS})",
         commands="run", group=SPEED, type=int, metavar="N"),
-    opt("--precision", help="launch rounds (in pairs, A B then B A) until the anytime-valid 95% interval of the "
+    opt("--precision", help="launch rounds (in pairs, A B then B A) until the sequential 95% interval of the "
                             "Horovod/DDP ratio is within +-P% at each world size (one for all, or per size: "
                             f"1:10%,2:15%), or --time-budget is spent (default: {DEFAULT_PRECISION[1]:.0%} at np 1, "
-                            f"{DEFAULT_PRECISION_MANY:.0%} above; docs/benchmarks.md: a confidence sequence, valid "
-                            "however the rounds stop)", commands="run", group=SPEED, type=precision, metavar="P%"),
+                            f"{DEFAULT_PRECISION_MANY:.0%} above; docs/benchmarks.md: planned looks, or a confidence "
+                            "sequence past 15 minutes, valid however the rounds stop)", commands="run", group=SPEED,
+        type=precision, metavar="P%"),
     opt("--time-budget", help=f"the most seconds of launches, round 1 included, for the rounds (default "
                               f"{DEFAULT_BUDGET_S:g}, after at least {DEFAULT_ROUNDS} speed rounds); a size that "
                               "reaches its --precision stops sooner", commands="run", group=SPEED, type=float,
         metavar="SECONDS"),
     opt("--timed-seconds", help="each speed round's launches time about this many seconds of steady state (one "
                                 "seed, the steps from round 1's step times, the same for both sides); 0: the "
-                                "job's own steps, round 1 counting as a speed round",
-        commands="run", group=SPEED, type=float, default=DEFAULT_TIMED_S, metavar="SECONDS"),
+                                "job's own steps, round 1 counting as a speed round (default: a window chosen "
+                                "from round 1's launch overhead and step-time spread, at least "
+                                f"{DEFAULT_TIMED_S:g} s)",
+        commands="run", group=SPEED, type=float, default=None, metavar="SECONDS"),
     opt("--aa", help="A/A check: launch FRAMEWORK twice in every speed round and judge the twin against the first "
                      "as Horovod against DDP; its interval should hold 1 (with --frameworks FRAMEWORK: the A/A "
                      "check alone)", commands="run", group=SPEED, choices=FRAMEWORKS, metavar="FRAMEWORK"),

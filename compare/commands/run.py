@@ -12,11 +12,14 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
+from compare.analysis.contention import launch_contention
 from compare.analysis.parity import MIN_OVERLAP
 from compare.analysis.records import find_runs
 from compare.analysis.speed import compare_speed
 from compare.analysis.time_to_target import Target
-from compare.analysis.timing import launch_median, window_steps
+from compare.analysis.timing import block_variance, launch_median, steady_window_s, window_steps
 from compare.commands import scheduler
 from compare.commands.arguments import AnalysisSettings, analysis_settings, resolve_targets
 from compare.commands.report import ReportInputs, publish
@@ -30,7 +33,7 @@ from compare.commands.sequential_rounds import (
     targets_for,
 )
 from compare.commands.sweep import run_sweep, sweep_plan
-from compare.defaults import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, DEFAULT_SEEDS
+from compare.defaults import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, DEFAULT_SEEDS, DEFAULT_TIMED_S
 from compare.launch.lines import Launch, private_network_available
 from compare.launch.scheduling import LocalScheduler, Scheduler
 from compare.launch.slurm import SlurmScheduler
@@ -82,7 +85,8 @@ class ComparisonPlan(ReportInputs):
     launcher: str
     scheduler: Scheduler  # where the launches run: here, or as Slurm jobs
     step_delay_for: str | None  # a framework, or "twin"
-    timed_seconds: float  # each speed launch's steady window; 0: the old design, round 1 is a speed round too
+    timed_seconds: float  # each speed launch's steady window (the least, when chosen); 0: round 1 is a speed round
+    window_chosen: bool = False  # --timed-seconds not given: the window is chosen from round 1 (window_plan)
     aa: str | None  # the framework launched twice in every speed round (A/A), or None
     window: dict[int, int] | None = None  # world size -> steps of a speed launch, from round 1's step times
     precision: dict[int, float] | None  # world size -> the +-fraction the sequential rounds aim at
@@ -130,7 +134,9 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
         frameworks=ns.frameworks, world_sizes=tuple(sorted(set(ns.np))), out=ns.out, timeout=ns.timeout,
         repeats=DEFAULT_ROUNDS if ns.repeats is None else ns.repeats, horovod_controller=ns.horovod_controller,
         launcher=ns.launcher,
-        scheduler=where, step_delay_for=ns.step_delay_for, timed_seconds=ns.timed_seconds, aa=ns.aa,
+        scheduler=where, step_delay_for=ns.step_delay_for, aa=ns.aa,
+        timed_seconds=DEFAULT_TIMED_S if ns.timed_seconds is None else ns.timed_seconds,
+        window_chosen=ns.timed_seconds is None,
         precision=targets_for(ns.precision, world_sizes) if sequential else None,
         time_budget=DEFAULT_BUDGET_S if sequential and ns.time_budget is None else ns.time_budget,
         budget_given=ns.time_budget is not None)
@@ -182,30 +188,56 @@ def delayed_side(side: str | None, framework_options: dict[str, Options],
     return {name: o if name == side else replace(o, step_delay_ms=None) for name, o in framework_options.items()}
 
 
-def window_plan(plan: ComparisonPlan, runs: list) -> dict[int, int]:
-    """World size -> the steps each speed launch trains to time about --timed-seconds of steady state: from
-    round 1's median step times (the geometric mean over the frameworks, so that both sides train the same
-    steps); a world size whose round 1 gave no step time trains its own steps."""
+def window_plan(plan: ComparisonPlan, runs: list) -> dict[int, dict]:
+    """World size -> the steady window each speed launch times: its seconds and the steps that take them at
+    round 1's median step time (the geometric mean over the frameworks, so that both sides train the same
+    steps), with the launch overhead and step spread it was chosen from. --timed-seconds given: that window;
+    else the window timing.steady_window_s chooses from round 1's launches (their wall time less their steps:
+    the overhead; how their medians settle over blocks of steps: the spread), at least DEFAULT_TIMED_S. A world
+    size whose round 1 gave no step time trains its own steps."""
     window = {}
     for world_size in plan.world_sizes:
-        medians = [m for f in plan.frameworks
-                   if (m := launch_median([r for r in runs if r.ok and r.round == 1 and r.framework == f
-                                           and r.world_size == world_size and not r.is_calibration],
-                                          plan.analysis.warmup))]
-        if medians:
-            step_s = math.exp(sum(math.log(m) for m in medians) / len(medians))
-            window[world_size] = window_steps(plan.timed_seconds, step_s, plan.analysis.warmup)
+        launches = [[r for r in runs if r.ok and r.round == 1 and r.framework == f and r.world_size == world_size
+                     and not r.is_calibration] for f in plan.frameworks]
+        medians = [m for group in launches if (m := launch_median(group, plan.analysis.warmup))]
+        if not medians:
+            continue
+        step_s = math.exp(sum(math.log(m) for m in medians) / len(medians))
+        overheads = [record["wall_s"] - sum(float(np.nansum(r.step_times)) for r in group)
+                     for group in launches if group and (record := launch_contention(group[0]))]
+        settling = block_variance([r.step_times for group in launches for r in group], plan.analysis.warmup)
+        seconds, overhead = plan.timed_seconds, (float(np.median(overheads)) if overheads else None)
+        if plan.window_chosen and overhead is not None and settling is not None:
+            seconds = steady_window_s(overhead, settling[0], settling[1], plan.timed_seconds)
+        seconds = round(seconds, 2)
+        window[world_size] = {"seconds": seconds, "steps": window_steps(seconds, step_s, plan.analysis.warmup),
+                              "overhead_s": None if overhead is None else round(overhead, 2),
+                              "block_log_sd": None if settling is None else round(math.sqrt(settling[0]), 4),
+                              "chosen": plan.window_chosen}
     return window
+
+
+def window_line(window: dict[int, dict]) -> str:
+    """The speed launches' windows in one line, e.g. "speed launches: np 1 times 5.2 s (2,305 steps; launch
+    overhead 4.1 s, block spread 0.080, chosen)"."""
+    parts = []
+    for world_size, w in sorted(window.items()):
+        why = (f"launch overhead {w['overhead_s']:g} s" if w["overhead_s"] is not None else "no overhead measured")
+        if w["block_log_sd"] is not None:
+            why += f", block spread {w['block_log_sd']:.3f}"
+        parts.append(f"np {world_size} times {w['seconds']:g} s ({w['steps']:,} steps; {why}; "
+                     f"{'chosen from round 1' if w['chosen'] else '--timed-seconds'})")
+    return "speed launches: " + "; ".join(parts)
 
 
 def speed_options(plan: ComparisonPlan, options: Options, world_size: int) -> Options:
     """A speed launch's options: the timed window's steps (epochs enough to hold them), recorded."""
-    steps = (plan.window or {}).get(world_size)
-    if not plan.timed_seconds or steps is None:
+    window = (plan.window or {}).get(world_size)
+    if not plan.timed_seconds or window is None:
         return options
+    steps = window["steps"]
     per_epoch = steps_per_epoch(options, plan.train_size, world_size)
-    return replace(options, steps=steps, epochs=-(-steps // per_epoch),
-                   window_seconds=plan.timed_seconds)
+    return replace(options, steps=steps, epochs=-(-steps // per_epoch), window_seconds=window["seconds"])
 
 
 def later_rounds(plan: ComparisonPlan, numbers: range | None = None,
@@ -253,7 +285,7 @@ def run_suite(plan: ComparisonPlan) -> int:
 
     def steps_of(launches: list[Launch]) -> list[int]:
         window = plan.window or {}
-        return [window[launch.world_size] if "-round" in launch.run_root.name and launch.world_size in window
+        return [window[launch.world_size]["steps"] if "-round" in launch.run_root.name and launch.world_size in window
                 else planned_steps(plan.options, plan.train_size, launch.world_size) * len(launch.seeds)
                 for launch in launches]
 
@@ -281,6 +313,10 @@ def run_suite(plan: ComparisonPlan) -> int:
         if plan.timed_seconds:
             plan = replace(plan, window=window_plan(plan, find_runs(plan.out / "runs")
                                                     if (plan.out / "runs").is_dir() else []))
+            if plan.window:
+                print(window_line(plan.window), flush=True)
+                if design is not None:
+                    design["windows"] = {str(ws): w for ws, w in plan.window.items()}
             if design is None:
                 later = later_rounds(plan)
                 runner.count += len(later)
@@ -289,7 +325,8 @@ def run_suite(plan: ComparisonPlan) -> int:
         if design is not None:
             # Until a later round has run, its time is guessed from round 1's, by the launches in each (and
             # each speed launch's timed window).
-            per_round = (per_launch + plan.timed_seconds) * launches_per_round(plan, plan.world_sizes)
+            longest = max((w["seconds"] for w in (plan.window or {}).values()), default=plan.timed_seconds)
+            per_round = (per_launch + longest) * launches_per_round(plan, plan.world_sizes)
             more_rounds(plan, design, runner, steps_of, started, per_round, ok,
                         lambda numbers, sizes: later_rounds(plan, numbers, sizes))
     finally:
@@ -317,8 +354,9 @@ def main(ns: argparse.Namespace) -> int:
     targets = resolve_targets(ns.target, ns.workload)  # before anything launches: a bad one is exit 2
     if targets and ns.sweep_model_size:
         raise UsageError("--target applies to a comparison, not to --sweep-model-size")
-    if ns.repeats is not None and ns.repeats < (0 if ns.timed_seconds else 1):
-        least = "0 or more (0: no speed rounds)" if ns.timed_seconds else "a positive integer"
+    timed = DEFAULT_TIMED_S if ns.timed_seconds is None else ns.timed_seconds
+    if ns.repeats is not None and ns.repeats < (0 if timed else 1):
+        least = "0 or more (0: no speed rounds)" if timed else "a positive integer"
         raise UsageError(f"--repeats must be {least}, got {ns.repeats}")
     if ns.time_budget is not None and not 0 < ns.time_budget < float("inf"):
         raise UsageError(f"--time-budget must be a positive number of seconds, got {ns.time_budget:g}")
@@ -326,11 +364,11 @@ def main(ns: argparse.Namespace) -> int:
         raise UsageError("--precision and --time-budget apply to a comparison, not to --sweep-model-size")
     if (ns.precision is not None or ns.time_budget is not None) and set(ns.frameworks) != set(FRAMEWORKS):
         raise UsageError("--precision and --time-budget need both frameworks: they narrow the Horovod/DDP ratio")
-    if not 0 <= ns.timed_seconds < float("inf"):
-        raise UsageError(f"--timed-seconds must be 0 or a positive number of seconds, got {ns.timed_seconds:g}")
+    if not 0 <= timed < float("inf"):
+        raise UsageError(f"--timed-seconds must be 0 or a positive number of seconds, got {timed:g}")
     if ns.aa is not None and ns.aa not in ns.frameworks:
         raise UsageError(f"--aa {ns.aa}: not one of --frameworks ({','.join(ns.frameworks)})")
-    if ns.aa is not None and not ns.timed_seconds:
+    if ns.aa is not None and not timed:
         raise UsageError("--aa needs timed speed launches: drop --timed-seconds 0")
     if ns.step_delay_for == "twin" and ns.aa is None:
         raise UsageError("--step-delay-for twin needs --aa FRAMEWORK")

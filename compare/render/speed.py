@@ -4,6 +4,7 @@ communication, recovery, code)."""
 
 from __future__ import annotations
 
+from compare.analysis import group_sequential
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome
 from compare.analysis.speed_figures import SPEED_ROUNDS
 from compare.names import FRAMEWORKS, display
@@ -72,7 +73,7 @@ def speed_sentence(speed: dict) -> str:
     outcome = SpeedOutcome(speed["outcome"])
     if outcome in WITHHELD:
         return withheld_sentence(speed)
-    world_size, confidence = speed["world_size"], speed["confidence"]
+    world_size = speed["world_size"]
     used = len(speed["rounds_used"])
     if outcome is SpeedOutcome.TOO_FEW_ROUNDS:
         return (f"no speed verdict at np {world_size}: {used} round{'s' * (used != 1)} of launches, a verdict needs "
@@ -80,8 +81,8 @@ def speed_sentence(speed: dict) -> str:
     over = f"{used} rounds"
     if outcome is SpeedOutcome.NO_INTERVAL_YET:
         return (f"no clear difference at np {world_size}: {speed_up_words(speed)} "
-                f"({over}: too few for an anytime-valid {confidence:.0%} interval)")
-    conf = f"anytime-valid {confidence:.0%} interval" if speed["sequential"] else f"{confidence:.0%} CI"
+                f"({over}: too few for an {interval_name(speed)})")
+    conf = interval_name(speed)
     faster, factor, low, high = speed_up(speed)
     if outcome in (SpeedOutcome.DDP_FASTER, SpeedOutcome.HOROVOD_FASTER):
         slower = "ddp" if faster == "horovod" else "horovod"
@@ -94,6 +95,17 @@ def speed_sentence(speed: dict) -> str:
     if speed["left_out"]:
         sentence += "; left out: " + "; ".join(launch_words(speed, launch) for launch in speed["left_out"])
     return sentence
+
+
+def interval_name(speed: dict) -> str:
+    """What the verdict's interval is: "95% CI" (a fixed number of rounds), "group-sequential 95% interval"
+    (the default rounds), "anytime-valid 95% interval" (a long budget's confidence sequence)."""
+    confidence = f"{speed['confidence']:.0%}"
+    if not speed.get("sequential"):
+        return f"{confidence} CI"
+    if speed.get("method") == group_sequential.METHOD:
+        return f"group-sequential {confidence} interval"
+    return f"anytime-valid {confidence} interval"
 
 
 def aa_sentence(aa: dict, speed: dict | None) -> str:
@@ -140,7 +152,10 @@ def source_cell(row: dict) -> str:
     """Where a summary row's step time and throughput come from, e.g. "4 speed rounds", "parity launch"."""
     if row["source"] == SPEED_ROUNDS:
         rounds = f"{row['rounds']} speed round{'s' * (row['rounds'] != 1)}"
-        return f"{rounds} (round 1 among them)" if row["parity_launch_counted"] else rounds
+        notes = ["round 1 among them"] if row["parity_launch_counted"] else []
+        if row.get("rounds_left_out"):
+            notes.append(f"{row['rounds_left_out']} left out: contended")
+        return f"{rounds} ({'; '.join(notes)})" if notes else rounds
     return "parity launch"
 
 
@@ -270,10 +285,12 @@ def stop_line(design: dict, states: list[dict | None]) -> str:
     short = [s for s in states if s.get("stopped") != "precision"]
     if not short and states:
         return "rounds: every world size reached its target: " + ", ".join(_size_words(s) for s in states)
-    why = {"failed": "a launch failed"}.get(str(design.get("stopped")), budget_words(design))
+    why = {"failed": "a launch failed",
+           "last look": f"the design's last planned look ({design.get('planned_rounds')} rounds) was reached"}.get(
+        str(design.get("stopped")), budget_words(design))
     if not any(s.get("target") for s in states):
         return f"rounds: {why} ({', '.join(_size_words(s) for s in states)})"
-    more = " (`--time-budget` for more)" if design.get("stopped") == "budget" else ""
+    more = " (`--time-budget` for more)" if design.get("stopped") in ("budget", "last look") else ""
     reached = [s for s in states if s not in short]
     sizes = ", ".join(f"np {s['world_size']}" for s in short)
     text = f"rounds: stopped short of the target at {sizes}: {why}{more}; " + ", ".join(map(_size_words, short))
@@ -304,9 +321,10 @@ def timing_blocks(analysis: dict) -> list[Block]:
             "The speed verdict comes from rounds of launches: in each round both frameworks are launched once "
             "at each world size, the order reversed every other round (A B, B A ...) so that drift favours "
             "neither side. A round's ratio is the Horovod/DDP ratio of the two launches' median step times; "
-            "the verdict takes their geometric mean with an interval over rounds: an anytime-valid confidence "
-            "sequence when rounds are launched until it is precise enough (the default), a t interval (a paired "
-            "test) for a fixed number (`--repeats N`). It names a winner only when the interval excludes 1 "
+            "the verdict takes their geometric mean with an interval over rounds: when rounds are launched until "
+            "it is precise enough (the default), a group-sequential repeated confidence interval (planned looks; "
+            "an anytime-valid confidence sequence for budgets over 15 minutes), a t interval (a paired test) for "
+            "a fixed number (`--repeats N`). It names a winner only when the interval excludes 1 "
             f"(with a fixed number, every round pointing the same way too) and at least {MIN_ROUNDS} rounds ran "
             "on a free machine. A round during which other processes used the "
             "cores the job needed, or the hypervisor took time (steal), is left out and named; too few clean "

@@ -18,6 +18,7 @@ import numpy as np
 
 from compare.analysis.records import RunRecord
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, compare_speed
+from compare.analysis.timing import fixed_rounds_for
 from compare.names import FRAMEWORKS, display
 from compare.render.speed import speed_sentence
 from compare.verify.step_times import (
@@ -167,7 +168,22 @@ def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: 
         lines.append(f"speed: throughput Horovod {rate(hvd)} {unit}, DDP {rate(ddp)} {unit} ({where}): DDP/Horovod "
                      f"{ddp / hvd:.3f}")
     lines.append("speed: " + verdict(speed, rounds_asked))
+    if speed["status"] == "no clear difference" and speed.get("log_sd"):
+        lines.append(rounds_needed_line(speed["log_sd"], len(speed["rounds_used"])))
     return lines, True
+
+
+FORECAST_PRECISION = 0.10  # the precision the forecast speaks of: compare run's target at np 1
+
+
+def rounds_needed_line(log_sd: float, rounds: int) -> str:
+    """What more rounds would buy, from these rounds' spread: the rounds a +-10% interval needs, as
+    --speed-rounds (the verify launches are the first round)."""
+    needed = fixed_rounds_for(FORECAST_PRECISION, log_sd)
+    head = f"speed: these {rounds} rounds spread by {log_sd:.3f} in log-ratio; ±{FORECAST_PRECISION:.0%} "
+    if needed is None:
+        return head + "would need more than 1,000 rounds: cut the launch-to-launch spread first (a quieter machine)"
+    return head + f"needs about {needed} rounds (--speed-rounds {needed - 1})"
 
 
 def verdict(speed: dict, rounds_asked: int) -> str:
