@@ -35,6 +35,7 @@ The check of the output
     output_names.py          unbound and newly shadowed names, Horovod left
     output_ddp.py            models trained but not averaged, .module, collectives under a rank condition
     output_parsed.py         a source read once for the check
+    oldest_python.py         each result compiles on Python 3.11: strings inside f-strings in a free quote, the check
 Reports and launch lines
     migration_report.py      a single script's report
     launch_line.py           a horovodrun command line -> torchrun's, per node (--launch)

@@ -27,6 +27,7 @@ from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
+from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
 from compare.migrate.repository import (
     Repository,
     SourceFile,
@@ -210,7 +211,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
             if any(_imports_helper(f.migration.code, name, helper_names, helpers_module) for f in files)]
     if helpers_module and used:
         tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
-    return tree
+    return _compiled_on_oldest(tree)
 
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
@@ -250,7 +251,20 @@ def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
         migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
-    return TreeMigration(repository, files, entry)
+    return _compiled_on_oldest(TreeMigration(repository, files, entry))
+
+
+def _compiled_on_oldest(tree: TreeMigration) -> TreeMigration:
+    """The tree, once every file the migration writes compiles on the oldest Python the project supports (where
+    the original did): a file that does not is a failure of the migration, never a result."""
+    for f in tree.files:
+        if f.migration.code == f.source.text or (broken := oldest_python_error(f.migration.code)) is None:
+            continue
+        if oldest_python_error(f.source.text) is None:
+            where = f.path if not tree.repository.single_file else str(tree.repository.root / f.path)
+            raise UsageError(f"{where}: the migration failed: the result does not compile on {OLDEST_NAME} "
+                             f"(line {broken[0]} of the result: {broken[1]}); please report it")
+    return tree
 
 
 def _to_original_lines(migration: Migration, original: str, hoisted_from: int) -> None:

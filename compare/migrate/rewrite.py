@@ -22,6 +22,7 @@ from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.launch_facts import launch_facts
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.oldest_python import with_free_quotes
 from compare.migrate.output_check import checked_flags
 from compare.migrate.output_parsed import NodeIndex, Parsed
 from compare.migrate.passed_on import module_passed_on
@@ -121,13 +122,13 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     uses.flag_elastic_commits()
     passed_on = module_passed_on(original, uses.hvd)
     transformer = transformer_for(False)
-    new = _with_imports(original.module.visit(transformer), transformer.imports)
+    new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
     # The result read once, for the question below and for the check (the imports added name no Horovod).
     result = _parsed_result(new.code) if check else None
     if _remaining_hvd(result.index if result else NodeIndex(new), uses.hvd | uses.horovod):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
         transformer = transformer_for(True)
-        new = _with_imports(original.module.visit(transformer), transformer.imports)
+        new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
         result = _parsed_result(new.code) if check else None
         if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
