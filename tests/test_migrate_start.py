@@ -5,6 +5,8 @@ tests/test_fixture_repos.py."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import pytest
 
@@ -66,5 +68,42 @@ def test_a_result_that_does_not_compile_on_3_11_is_a_failed_migration(tmp_path, 
     out = tmp_path / "train_ddp.py"
     assert compare_main(["migrate", str(script), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "the result does not compile on Python 3.11 (line 15 of the result" in err, err
+    assert re.search(r"train.py: the migration failed: the result does not compile on Python 3.11 \(line \d+ of "
+                     r"the result: f-string", err), err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+# ---- (2) one process group -------------------------------------------------------------------------------
+
+def _write(root, files: dict[str, str]):
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def test_every_init_is_idempotent_and_the_group_is_destroyed_once_at_the_end_of_the_entry(tmp_path):
+    """hvd.init() twice (a wrapper's init() and a trainer's constructor) was harmless; init_process_group() twice
+    raises. Each written init is guarded; the group ends once, at the end of the entry's training block."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {
+        "wrapper.py": "import horovod.torch as hvd\n\n\ndef init():\n    hvd.init()  # the wrapper's\n"
+                      "    return hvd.rank()\n",
+        "trainer.py": "import torch\nimport horovod.torch as hvd\n\n\nclass Trainer:\n    def __init__(self):\n"
+                      "        hvd.init()\n        self.model = torch.nn.Linear(2, 1)\n",
+        "train.py": "import torch\nimport horovod.torch as hvd\nimport wrapper\nfrom trainer import Trainer\n\n"
+                    "wrapper.init()\ntrainer = Trainer()\nhvd.init()\n"
+                    "opt = hvd.DistributedOptimizer(torch.optim.SGD(trainer.model.parameters(), lr=0.1))\n"
+                    "for step in range(2):\n    opt.zero_grad()\n    trainer.model(torch.ones(1, 2)).sum().backward()\n"
+                    "    opt.step()\n"})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    code = {f.path: f.migration.code for f in tree.files}
+    assert "    if not dist.is_initialized():\n        dist.init_process_group()  # the wrapper's\n" in code["wrapper.py"]
+    assert "        if not dist.is_initialized():\n            dist.init_process_group()\n" in code["trainer.py"]
+    assert "\nif not dist.is_initialized():\n    dist.init_process_group()\n" in code["train.py"]
+    written = "".join(code.values())
+    assert written.count("init_process_group()") == written.count("if not dist.is_initialized():\n") == 3
+    assert written.count("destroy_process_group()") == 1 and code["train.py"].rstrip().endswith(
+        "dist.destroy_process_group()")

@@ -16,6 +16,8 @@ SIMPLE_CALLS = {
     "barrier": ("dist.barrier()", notes.BARRIER),
     "nccl_built": ("dist.is_nccl_available()", notes.NCCL_BUILT),
 }
+# hvd.init() as a statement of its own: a second init_process_group() raises, a second hvd.init() did not
+INIT_GUARD = "if not dist.is_initialized():"
 NEEDS_OS = {"local_rank", "local_size", "cross_rank", "cross_size"}
 REDUCE_OPS = {"Sum": "SUM", "Min": "MIN", "Max": "MAX", "Product": "PRODUCT"}
 # hvd.Sum ... named outside an allreduce: the values all_reduce_average_or_op reads (AVG stands for Average)

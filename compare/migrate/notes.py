@@ -13,7 +13,9 @@ MODULE_PASSED_ON = ("The Horovod module itself was handed on here (returned, pas
 IMPORT_HOROVOD = "The horovod package was only used for horovod.run, now torch.multiprocessing.spawn."
 INIT = ("init_process_group() reads torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT). No backend "
         "named: torch takes the machine's accelerator's, NCCL on GPUs (CUDA tensors alone) and Gloo on CPU. Horovod "
-        "served CPU tensors on GPU jobs too: the collective helpers added here move those to the GPU and back.")
+        "served CPU tensors on GPU jobs too: the collective helpers added here move those to the GPU and back. "
+        "Under `if not dist.is_initialized():`: hvd.init() may run twice (a wrapper's init() and a trainer's), "
+        "init_process_group() raises the second time.")
 RANK = "The global rank: the same number under torchrun as under horovodrun for the same process layout."
 SIZE = "The number of processes."
 LR_SCALING = ("Scaling by the world size (e.g. the learning rate x hvd.size()): the same factor under DDP, "

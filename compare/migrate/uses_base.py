@@ -7,6 +7,7 @@ class each, composed by HorovodUses: each keeps its own records, and all read th
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from compare.migrate.migration import Flag
 from compare.migrate.output_parsed import Parsed
@@ -59,6 +60,14 @@ class UsesBase(NoAttributeHooks, cst.CSTVisitor):
         while not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             node = self.parents[node]
         return node
+
+    def is_init_statement(self, call: cst.Call) -> bool:
+        """`hvd.init()` alone on its line, outside Lightning (which makes the group itself): it becomes
+        `if not dist.is_initialized(): dist.init_process_group()`."""
+        statement = self.statement_of(call)
+        return not self.lightning and not call.args and isinstance(statement, cst.SimpleStatementLine) and \
+            len(statement.body) == 1 and m.matches(statement.body[0], m.Expr(value=m.Call())) and \
+            statement.body[0].value is call  # type: ignore[attr-defined]
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The function a node is in (None at module level)."""
