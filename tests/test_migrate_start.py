@@ -100,7 +100,8 @@ def test_every_init_is_idempotent_and_the_group_is_destroyed_once_at_the_end_of_
                     "    opt.step()\n"})
     tree = migrate_tree(Repository.read(repo), entry="train.py")
     code = {f.path: f.migration.code for f in tree.files}
-    assert "    if not dist.is_initialized():\n        dist.init_process_group()  # the wrapper's\n" in code["wrapper.py"]
+    wrapper = code["wrapper.py"]
+    assert "    if not dist.is_initialized():\n        dist.init_process_group()  # the wrapper's\n" in wrapper
     assert "        if not dist.is_initialized():\n            dist.init_process_group()\n" in code["trainer.py"]
     assert "\nif not dist.is_initialized():\n    dist.init_process_group()\n" in code["train.py"]
     written = "".join(code.values())
