@@ -5,7 +5,10 @@ tests/test_fixture_repos.py."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import libcst as cst
 import pytest
@@ -108,3 +111,55 @@ def test_every_init_is_idempotent_and_the_group_is_destroyed_once_at_the_end_of_
     assert written.count("init_process_group()") == written.count("if not dist.is_initialized():\n") == 3
     assert written.count("destroy_process_group()") == 1 and code["train.py"].rstrip().endswith(
         "dist.destroy_process_group()")
+
+
+# ---- (3) probes keep their fallback ----------------------------------------------------------------------
+
+PROBE = """import sys
+
+import torch
+
+try:
+    import horovod.torch as hvd
+    HAS_HOROVOD = True
+except ImportError:  # no Horovod: one process
+    hvd = None
+    HAS_HOROVOD = False
+
+
+def main():
+    if hvd is not None:
+        hvd.init()
+    rank, size = (hvd.rank(), hvd.size()) if HAS_HOROVOD else (0, 1)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * size)
+    if hvd:
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    for step in range(2):
+        optimizer.zero_grad()
+        model(torch.ones(4, 2)).sum().backward()
+        optimizer.step()
+    print(f"rank {rank} of {size}: {'distributed' if hvd else 'single process'}")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_probe_becomes_a_test_of_a_torch_distributed_job_and_keeps_its_fallback(tmp_path):
+    """`try: import horovod.torch as hvd / except ImportError: hvd = None` once became an unconditional import:
+    `python train.py` then died in init_process_group. Now the probe asks whether torchrun started the process,
+    and without it the fallback runs single-process."""
+    migration = migrate_source(PROBE)
+    assert migration.flags == []
+    assert ('if dist.is_available() and "WORLD_SIZE" in os.environ:\n    hvd = dist\n    HAS_HOROVOD = True\n'
+            "else:  # no Horovod: one process\n    hvd = None\n    HAS_HOROVOD = False\n") in migration.code
+    assert "horovod" not in migration.code.replace("HAS_HOROVOD", "")
+    script = tmp_path / "train_ddp.py"
+    script.write_text(migration.code)
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "rank 0 of 1: single process", result.stderr

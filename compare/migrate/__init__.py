@@ -22,6 +22,7 @@ The rewrite of one file (rewrite.py migrate_source: pass 1 a visitor, pass 2 a t
     horovod_to_ddp.py        pass 2: the imports
     to_ddp_expressions.py    pass 2: calls and names
     to_ddp_statements.py     pass 2: statements replaced whole, the loops, the blocks, the end of the job
+    to_ddp_probes.py         pass 2: a Horovod availability probe -> a test of a torch.distributed job
     to_ddp_ray.py            pass 2: Ray's front-ends -> TorchTrainer
     to_ddp_spark.py          pass 2: Spark's front-ends -> TorchDistributor
     to_ddp_base.py           pass 2: the plan it applies, what it changed, adds and imports

@@ -350,3 +350,8 @@ BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped
 SECOND_OPTIMIZER = ("A second hvd.DistributedOptimizer (for `{name}`): only one model is wrapped in DDP, so this "
                     "one's gradients would no longer be averaged. Wrap `{name}` in DistributedDataParallel where it "
                     "is built (each model its own wrap) and give this optimizer its plain form.")
+PROBE = ("The Horovod probe asked whether this could run as a Horovod job; now the question is whether torchrun "
+         "started it (WORLD_SIZE set, torch.distributed available): its names are bound to torch.distributed "
+         "there, and the fallback (the single-process path, `python train.py ...`) runs otherwise, as it did "
+         "where Horovod was absent. Under Horovod a plain `python train.py` ran as a job of one; here it runs "
+         "the fallback, which trains the same single process.")

@@ -125,7 +125,8 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
     # The result read once, for the question below and for the check (the imports added name no Horovod).
     result = _parsed_result(new.code) if check else None
-    if _remaining_hvd(result.index if result else NodeIndex(new), uses.hvd | uses.horovod):
+    # A probe's name now bound to torch.distributed (to_ddp_probes.py) names no Horovod.
+    if _remaining_hvd(result.index if result else NodeIndex(new), (uses.hvd | uses.horovod) - transformer.probe_bound):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
         transformer = transformer_for(True)
         new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
@@ -142,6 +143,9 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     # the module's `dist`, with the same module (compare/migrate/passed_on.py).
     renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
     flags = [f for f in flags if not (f.category == "shadowed name" and f.line in renamed and "`dist`" in f.why)]
+    # A probe's name bound to torch.distributed where it was bound to Horovod: the same question, answered anew.
+    flags = [f for f in flags if not (f.category == "shadowed name" and any(
+        f.why.startswith(f"`{name}` ") for name in transformer.probe_bound))]
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
                      checked=check, launch=launch_facts(original),
                      has_sync_batchnorm=uses.has_sync_batchnorm,

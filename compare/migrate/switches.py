@@ -45,7 +45,7 @@ def is_switch(test: cst.BaseExpression) -> bool:
     return any("horovod" in word for word in words)
 
 
-def _probe_aliases(statement: cst.CSTNode) -> set[str] | None:
+def probe_aliases_of(statement: cst.CSTNode) -> set[str] | None:
     """The names a `try: import horovod... except ImportError:` binds to Horovod, else None."""
     if not isinstance(statement, cst.Try) or not statement.handlers:
         return None
@@ -72,7 +72,7 @@ def horovod_only_in_switches(module: cst.Module, aliases: set[str]) -> bool:
             self.outside = False
 
         def visit_Try(self, node: cst.Try) -> bool:
-            return _probe_aliases(node) is None
+            return probe_aliases_of(node) is None
 
         def visit_If(self, node: cst.If) -> bool | None:
             if is_switch(node.test):
@@ -112,7 +112,7 @@ class RemoveHorovodPath(cst.CSTTransformer):
         return cst.Module([]).code_for_node(node).strip().split("\n")[0][:100]
 
     def leave_Try(self, original: cst.Try, updated: cst.Try) -> cst.BaseStatement | cst.FlattenSentinel:
-        if _probe_aliases(original) is None:
+        if probe_aliases_of(original) is None:
             return updated
         handler = updated.handlers[0]
         self.removed.append(Removed(self._line(original), self._code(original), "(its except block)",
@@ -180,5 +180,5 @@ def probe_aliases(module: cst.Module) -> set[str]:
     """The names the module's probes bind to Horovod."""
     found: set[str] = set()
     for statement in m.findall(module, m.Try()):
-        found |= _probe_aliases(statement) or set()
+        found |= probe_aliases_of(statement) or set()
     return found
