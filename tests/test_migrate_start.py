@@ -163,3 +163,59 @@ def test_a_probe_becomes_a_test_of_a_torch_distributed_job_and_keeps_its_fallbac
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
                             check=False)
     assert result.returncode == 0 and result.stdout.strip() == "rank 0 of 1: single process", result.stderr
+
+
+# ---- (8) switch branches in every file -------------------------------------------------------------------
+
+ENGINE = """import torch
+
+
+def step_once(model, optimizer, args):
+    optimizer.zero_grad()
+    model(torch.ones(4, 2)).sum().backward()
+    if args.horovod:
+        optimizer.synchronize()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with optimizer.skip_synchronize():
+            optimizer.step()
+    else:
+        optimizer.step()
+    if not args.horovod:
+        optimizer.synchronize()  # not the Horovod branch: kept
+"""
+ENGINE_DDP = """    if args.horovod:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    else:
+        optimizer.step()
+    if not args.horovod:
+        optimizer.synchronize()  # not the Horovod branch: kept
+"""
+
+
+@pytest.mark.parametrize("own_ddp_path", [False, True])
+def test_horovod_only_statements_under_a_switch_go_in_a_file_that_never_imports_horovod(tmp_path, own_ddp_path):
+    """engine.py never imports Horovod, yet its `if args.horovod:` branch calls what only Horovod's optimizer has:
+    removed there too, whether the Horovod code is migrated or the repository's own DDP path replaces it."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    train = ("import argparse\n\nimport torch\nimport horovod.torch as hvd\nfrom engine import step_once\n\n"
+             "args = argparse.ArgumentParser().parse_args()\nhvd.init()\nmodel = torch.nn.Linear(2, 1)\n"
+             "optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))\n"
+             "for step in range(3):\n    step_once(model, optimizer, args)\n")
+    if own_ddp_path:
+        train = ("import argparse\n\nimport torch\nimport torch.distributed as dist\nfrom engine import step_once\n"
+                 "try:\n    import horovod.torch as hvd\nexcept ImportError:\n    hvd = None\n\n"
+                 "args = argparse.ArgumentParser().parse_args()\nmodel = torch.nn.Linear(2, 1)\n"
+                 "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                 "if args.horovod:\n    hvd.init()\n    optimizer = hvd.DistributedOptimizer(optimizer)\n"
+                 "else:\n    dist.init_process_group()\n    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+                 "for step in range(3):\n    step_once(model, optimizer, args)\n")
+    repo = _write(tmp_path / "repo", {"train.py": train, "engine.py": ENGINE})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    engine = next(f for f in tree.files if f.path == "engine.py")
+    assert ENGINE_DDP in engine.migration.code
+    assert [(c.line, c.before) for c in engine.migration.changes] == [
+        (8, "optimizer.synchronize()"), (10, "with optimizer.skip_synchronize():")]
+    assert engine.migration.flags == []

@@ -37,7 +37,13 @@ from compare.migrate.repository import (
     unique_name,
 )
 from compare.migrate.rewrite import migrate_source
-from compare.migrate.switches import Removed, horovod_only_in_switches, probe_aliases, remove_horovod_path
+from compare.migrate.switches import (
+    Removed,
+    horovod_only_in_switches,
+    probe_aliases,
+    remove_horovod_only_statements,
+    remove_horovod_path,
+)
 from workload.errors import UsageError
 
 PER_WORKER = 8  # files a worker process must have to pay for its start
@@ -194,14 +200,16 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
                 raise UsageError(f"{repository.root / path if not repository.single_file else path}: {result}")
             # The word only: a comment, prose, or a module name a loader reads that the rewrite cannot see.
             untouched = Migration(repository.files[path].text, repository.files[path].text, [], [])
+            _without_horovod_only_statements(untouched)
             untouched.flags = _leftovers(untouched)
-            if untouched.flags:
+            if untouched.flags or untouched.changes:
                 files.append(FileMigration(path, repository.files[path], untouched, [], path in entries))
             continue
         if done:
             _to_original_lines(result, repository.files[path].text, done[0].line)
         result.source = repository.files[path].text
         _drop_spent_constants(result, normalized[path][2])
+        _without_horovod_only_statements(result)
         result.flags += _leftovers(result)
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
@@ -248,6 +256,7 @@ def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
                               launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
+        _without_horovod_only_statements(migration)
         migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
@@ -265,6 +274,18 @@ def _compiled_on_oldest(tree: TreeMigration) -> TreeMigration:
             raise UsageError(f"{where}: the migration failed: the result does not compile on {OLDEST_NAME} "
                              f"(line {broken[0]} of the result: {broken[1]}); please report it")
     return tree
+
+
+def _without_horovod_only_statements(migration: Migration) -> None:
+    """The Horovod-only optimizer calls under the switches' Horovod branches removed from the result, in any file
+    (switches.py): each a change at its original line."""
+    code, removed = remove_horovod_only_statements(migration.code)
+    if not removed:
+        return
+    back = map_lines(migration.code, migration.source)
+    migration.code = code
+    migration.changes = sorted([*migration.changes, *(Change(back.get(r.line) or 0, r.before, r.after, r.why)
+                                                       for r in removed)], key=lambda c: c.line)
 
 
 def _to_original_lines(migration: Migration, original: str, hoisted_from: int) -> None:

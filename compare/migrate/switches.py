@@ -169,6 +169,85 @@ class RemoveHorovodPath(cst.CSTTransformer):
         return updated.with_changes(names=kept)
 
 
+class HorovodOnlyStatements(cst.CSTTransformer):
+    """Inside the Horovod branch of a switch (`if args.horovod:`; the `else` of `if not args.horovod:`), what only
+    Horovod's DistributedOptimizer has: `optimizer.synchronize()` goes, `with optimizer.skip_synchronize():` gives
+    way to its body. In any file: one that never imports Horovod holds them too (a trainer the switch reaches), and
+    there they would be dead, or an AttributeError on the plain optimizer."""
+
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.branches: set[int] = set()  # the Horovod branches' blocks (ids of the original nodes)
+        self.inside = 0  # how many of them the walk is in
+        self.removed: list[Removed] = []
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(cst.metadata.PositionProvider, node).start.line
+
+    def visit_If(self, node: cst.If) -> None:
+        if is_switch(node.test):
+            negated = m.matches(node.test, m.UnaryOperation(operator=m.Not()))
+            if not negated:
+                self.branches.add(id(node.body))
+            elif isinstance(node.orelse, cst.Else):
+                self.branches.add(id(node.orelse.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.inside += id(node) in self.branches
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        self.inside -= id(original) in self.branches
+        return updated
+
+    def leave_If(self, original: cst.If, updated: cst.If) -> cst.BaseStatement | cst.RemovalSentinel:
+        if id(original.body) not in self.branches and not (
+                isinstance(original.orelse, cst.Else) and id(original.orelse.body) in self.branches):
+            return updated
+        empty_body = isinstance(updated.body, cst.IndentedBlock) and not updated.body.body
+        if empty_body and updated.orelse is None:
+            return cst.RemoveFromParent()
+        if empty_body:
+            return updated.with_changes(body=updated.body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
+        if isinstance(updated.orelse, cst.Else) and isinstance(updated.orelse.body, cst.IndentedBlock) and \
+                not updated.orelse.body.body:
+            return updated.with_changes(orelse=None)
+        return updated
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                                  ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if self.inside and len(original.body) == 1 and m.matches(original.body[0], m.Expr(value=m.Call(
+                func=m.Attribute(attr=m.Name("synchronize")), args=[]))):
+            self.removed.append(Removed(self._line(original), cst.Module([]).code_for_node(original).strip(), "",
+                                        "Only Horovod's DistributedOptimizer has synchronize(): under DDP the "
+                                        "gradients are averaged in backward(), and the plain optimizer has none."))
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_With(self, original: cst.With, updated: cst.With) -> cst.BaseStatement | cst.FlattenSentinel:
+        if self.inside and len(original.items) == 1 and m.matches(original.items[0].item, m.Call(
+                func=m.Attribute(attr=m.Name("skip_synchronize")))) and isinstance(updated.body, cst.IndentedBlock):
+            self.removed.append(Removed(self._line(original), cst.Module([]).code_for_node(original).strip()
+                                        .split("\n")[0], "(its body, one level out)",
+                                        "Only Horovod's DistributedOptimizer has skip_synchronize(): there is no "
+                                        "separate synchronize() to skip under DDP."))
+            body = list(updated.body.body)
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+            return cst.FlattenSentinel(body)
+        return updated
+
+
+def remove_horovod_only_statements(code: str) -> tuple[str, list[Removed]]:
+    """`code` without the Horovod-only optimizer calls its switches' Horovod branches make (lines of `code`)."""
+    if "synchronize" not in code:
+        return code, []
+    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
+    transform = HorovodOnlyStatements()
+    new = wrapper.visit(transform)
+    return new.code, transform.removed
+
+
 def remove_horovod_path(module: cst.Module, aliases: set[str]) -> tuple[cst.Module, list[Removed]]:
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     transform = RemoveHorovodPath(aliases)
