@@ -219,3 +219,74 @@ def test_horovod_only_statements_under_a_switch_go_in_a_file_that_never_imports_
     assert [(c.line, c.before) for c in engine.migration.changes] == [
         (8, "optimizer.synchronize()"), (10, "with optimizer.skip_synchronize():")]
     assert engine.migration.flags == []
+
+
+# ---- (1) launched as the users launch it ------------------------------------------------------------------
+
+SCRIPT_WITH_PATH = """import os
+import sys
+
+import torch
+import horovod.torch as hvd
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from lib.dist import setup  # noqa: E402
+
+setup()
+loss = hvd.allreduce(torch.ones(1), op=hvd.Sum)
+"""
+LIB_DIST = """import horovod.torch as hvd
+
+
+def setup():
+    hvd.init()
+    return hvd.allreduce(torch.zeros(1), name="warmup")
+"""
+
+
+def test_helpers_go_where_each_importer_reaches_them_and_the_launch_is_checked(tmp_path):
+    """scripts/train.py extends sys.path itself and imports the package lib/: the helpers go beside the script
+    (its directory is sys.path[0]) and into lib/ (imported relatively, however lib is reached); read from the
+    README's command, every import of them resolves."""
+    from compare.migrate.launches import launches_of
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {"scripts/train.py": SCRIPT_WITH_PATH, "lib/__init__.py": "",
+                                      "lib/dist.py": "import torch\n" + LIB_DIST,
+                                      "README.md": "Run it: `python scripts/train.py`\n"})
+    repository = Repository.read(repo)
+    launches = launches_of(repo, {p: f.text for p, f in repository.files.items()})
+    assert [(launch.target, launch.as_module, launch.found) for launch in launches] == [
+        ("scripts/train.py", False, "README.md line 1")]
+    tree = migrate_tree(repository)
+    assert tree.helpers_paths == ["lib/ddp_helpers.py", "scripts/ddp_helpers.py"]
+    code = {f.path: f.migration.code for f in tree.files}
+    assert "from ddp_helpers import " in code["scripts/train.py"]
+    assert "from .ddp_helpers import " in code["lib/dist.py"]
+    assert [f for _, f in tree.flags if f.category == "helpers unreached"] == []
+
+
+def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
+    """The helpers at the root, imported by scripts/train.py above its own sys.path.insert: ModuleNotFoundError
+    when started as `python scripts/train.py` (what the migration once wrote); below it, resolved."""
+    from compare.migrate.import_reach import unreached_helpers
+    from compare.migrate.launches import Launch
+
+    launch = Launch("scripts/train.py", False, found="README.md line 1")
+    above = "import os\nimport sys\nfrom ddp_helpers import x\n\nsys.path.insert(0, os.path.join(" \
+            "os.path.dirname(__file__), '..'))\n"
+    below = "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))\n" \
+            "from ddp_helpers import x\n"
+    found = unreached_helpers(launch, {"scripts/train.py": above, "ddp_helpers.py": ""}, {"ddp_helpers"})
+    assert [(u.path, u.line) for u in found] == [("scripts/train.py", 3)]
+    assert "started as scripts/train.py ('scripts')" in found[0].why
+    assert unreached_helpers(launch, {"scripts/train.py": below, "ddp_helpers.py": ""}, {"ddp_helpers"}) == []
+    # a package's relative import, in a file run by its path: no parent package
+    script = Launch("pkg/train.py", False, found="README.md line 1")
+    found = unreached_helpers(script, {"pkg/train.py": "from .ddp_helpers import x\n", "pkg/__init__.py": "",
+                                       "pkg/ddp_helpers.py": ""}, {"ddp_helpers"})
+    assert [u.line for u in found] == [1] and "no parent package" in found[0].why
+    module = Launch("pkg.train", True, found="README.md line 1")
+    assert unreached_helpers(module, {"pkg/train.py": "from .ddp_helpers import x\n", "pkg/__init__.py": "",
+                                      "pkg/ddp_helpers.py": ""}, {"ddp_helpers"}) == []

@@ -19,6 +19,8 @@ The rewrite of one file (rewrite.py migrate_source: pass 1 a visitor, pass 2 a t
     uses_base.py             pass 1: its records and lookups
     passed_on.py             the Horovod module handed on within a file (returned, passed to a function)
     launch_facts.py          how the original is launched (horovod.run sites, options, front-ends), for --verify
+    launches.py              how the users start the repository (README and shell commands, entry points, __main__)
+    import_reach.py          from each launch, whether the added helpers resolve as Python would resolve them
     horovod_to_ddp.py        pass 2: the imports
     to_ddp_expressions.py    pass 2: calls and names
     to_ddp_statements.py     pass 2: statements replaced whole, the loops, the blocks, the end of the job

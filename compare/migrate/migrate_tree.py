@@ -23,7 +23,9 @@ import libcst as cst
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.import_reach import unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
+from compare.migrate.launches import Launch, launches_of
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
@@ -66,8 +68,10 @@ class TreeMigration:
     repository: Repository
     files: list[FileMigration]           # the files that reached Horovod, in path order
     entry: str | None
-    helpers_path: str | None = None      # the added module, relative to the root
+    helpers_path: str | None = None      # the added module, relative to the root (the first, where there are more)
     helpers_code: str | None = None
+    helpers_paths: list[str] = dataclasses.field(default_factory=list)  # each place it is written
+    launches: list[Launch] = dataclasses.field(default_factory=list)    # how the users start the tree
 
     def launch_facts(self) -> LaunchFacts:
         """How the entry point (the single script, or --entry) is launched, as the migration read it; an entry
@@ -83,8 +87,8 @@ class TreeMigration:
     def outputs(self) -> dict[str, bytes]:
         """Relative path -> new bytes, for every file that changes or is added (the rest stays as it is)."""
         out = {f.path: f.source.encode(f.migration.code) for f in self.files if f.migration.code != f.source.text}
-        if self.helpers_path and self.helpers_code:
-            out[self.helpers_path] = self.helpers_code.encode("utf-8")
+        if self.helpers_code:
+            out.update(dict.fromkeys(self.helpers_paths or [self.helpers_path], self.helpers_code.encode("utf-8")))
         return out
 
     def diff(self) -> bytes:
@@ -175,13 +179,18 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     # What each file imports, read once: for the entry points, the switches and the re-exports.
     imports = {path: imported_modules(module, _module_name(path)) for path, module in parsed.items()}
     entries = _entry_paths(repository, parsed, imports, entry)
+    launches = launches_of(repository.root, {p: f.text for p, f in repository.files.items()}) \
+        if not repository.single_file else []
     switched = _remove_horovod_paths(repository, parsed, imports)
     if switched is not None:
-        return _tree_of_switched(repository, parsed, switched, entries, entry)
+        tree = _tree_of_switched(repository, parsed, switched, entries, entry)
+        tree.launches = launches
+        return tree
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path), repository.files[path].text,
                                   imports[path], accessors) for path in sorted(parsed)}
-    jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
-             path in entries) for path, (module, done, _) in normalized.items()]
+    homes = helpers_homes(set(repository.files), launches, helpers_module) if helpers_module else {}
+    jobs = [(path, module.code if done else repository.files[path].text, homes[path][1] if homes else None,
+             helper_names, path in entries) for path, (module, done, _) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
     workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
     if workers > 1:
@@ -214,12 +223,39 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
         raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
-    tree = TreeMigration(repository, files, entry)
-    used = [name for name in HELPERS
-            if any(_imports_helper(f.migration.code, name, helper_names, helpers_module) for f in files)]
+    tree = TreeMigration(repository, files, entry, launches=launches)
+    importers = {f.path for f in files if homes and any(
+        _imports_helper(f.migration.code, name, helper_names, homes[f.path][1]) for name in HELPERS)}
+    used = [name for name in HELPERS if any(_imports_helper(f.migration.code, name, helper_names, homes[f.path][1])
+                                            for f in files if f.path in importers)]
     if helpers_module and used:
-        tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
+        # One module in each place an importing file reaches (the same code in each: whichever Python finds first
+        # has every helper).
+        tree.helpers_paths = sorted({homes[path][0] for path in importers})
+        tree.helpers_path, tree.helpers_code = tree.helpers_paths[0], helpers_module_code(used, helper_names)
+        _check_reach(tree, helpers_module)
     return _compiled_on_oldest(tree)
+
+
+def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
+    """Each launch of the migrated tree, resolved statically: an import of the helpers that resolves to nothing
+    is flagged on its file (import_reach.py)."""
+    files = {path: source.text for path, source in tree.repository.files.items()}
+    files.update({f.path: f.migration.code for f in tree.files})
+    files.update(dict.fromkeys(tree.helpers_paths, tree.helpers_code or ""))
+    by_path = {f.path: f for f in tree.files}
+    back = {f.path: map_lines(f.migration.code, f.migration.source) for f in tree.files}
+    for launch in tree.launches:
+        for unreached in unreached_helpers(launch, files, {helpers_module}):
+            migrated = by_path.get(unreached.path)
+            if migrated is None or any(flag.category == "helpers unreached" for flag in migrated.migration.flags):
+                continue
+            migrated.migration.flags.append(Flag(
+                back[unreached.path].get(unreached.line) or 0, "helpers unreached",
+                migrated.migration.code.splitlines()[unreached.line - 1].strip()[:100],
+                f"the added helpers do not resolve here when the tree is started as its users start it "
+                f"({launch.found}): {unreached.why}; move {helpers_module}.py where this file's imports reach it",
+                result_line=unreached.line))
 
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
@@ -365,7 +401,30 @@ def _words(text: str, old: str, new: str) -> str:
 
 
 def _imports_helper(code: str, name: str, renamed: dict[str, str], module: str | None) -> bool:
-    return module is not None and re.search(rf"from {module} import .*\b{renamed.get(name, name)}\b", code) is not None
+    return module is not None and re.search(rf"from {re.escape(module)} import .*\b{renamed.get(name, name)}\b",
+                                            code) is not None
+
+
+def helpers_homes(paths: set[str], launches: list[Launch], module: str) -> dict[str, tuple[str, str]]:
+    """Per file: where the helpers module goes for it, and the name it imports it by. A file in a package (a
+    directory with __init__.py) imports it relatively from the package's top: it reaches that however the package
+    is reached (installed, through a symlink, from a script that extends sys.path). A script, or a module outside
+    any package, imports it by name from beside itself: its own directory is on the import path whenever it runs
+    or is imported. A file in a package that a command runs by its path (`python pkg/tool.py`) is a script."""
+    scripts = {launch.target for launch in launches if not launch.as_module and not launch.found.endswith(
+        "(a __main__ block)")}
+    homes = {}
+    for path in paths:
+        directory = PurePosixPath(path).parent
+        top = None
+        while directory.parts and f"{directory}/__init__.py" in paths:
+            top, directory = directory, directory.parent
+        own = PurePosixPath(path).parent
+        if top is None or path in scripts:
+            homes[path] = (str(own / f"{module}.py") if own.parts else f"{module}.py", module)
+        else:
+            homes[path] = (str(top / f"{module}.py"), "." * (len(own.parts) - len(top.parts) + 1) + module)
+    return homes
 
 
 def _leftovers(migration: Migration) -> list[Flag]:

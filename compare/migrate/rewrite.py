@@ -76,7 +76,8 @@ def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | 
         return module
     context = CodemodContext()
     for module_name, obj, asname in sorted(imports, key=lambda i: (i[1] is not None, i)):
-        AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
+        relative = len(module_name) - len(module_name.lstrip("."))  # the helpers, from a package's top
+        AddImportsVisitor.add_needed_import(context, module_name.lstrip("."), obj, asname, relative)
     body = list(module.body)
     after = 1
     while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
