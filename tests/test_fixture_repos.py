@@ -47,8 +47,9 @@ FIXTURES = {
     # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
     "wrapper_module": Fixture(10, "utils/distributed.py", (("    return reduced / dist.get_world_size()\n",
                                                             "    return reduced\n"),),
-                              "ddp_helpers.py", (("    result = (result / dist.get_world_size()).to(tensor.device)\n",
-                                                  "    result = result.to(tensor.device)\n"),)),
+                              "utils/ddp_helpers.py",
+                              (("    result = (result / dist.get_world_size()).to(tensor.device)\n",
+                                "    result = result.to(tensor.device)\n"),)),
     # the DDP backend forgets to wrap the model: each rank trains alone
     "plugin_backend": Fixture(12, "backends/ddp_backend.py", (("return DistributedDataParallel(model)",
                                                                "return model"),),
@@ -128,13 +129,16 @@ def planted_in_migration(name: str, out: Path) -> Path:
 
 
 def launch(launcher: str, tree: Path, entry: tuple[str, ...], args: tuple[str, ...]) -> subprocess.CompletedProcess:
-    """The entry from the repository's root, the root on the import path, as its README says to run it."""
+    """The entry from the repository's root as its README says to run it, nothing on PYTHONPATH (a script's
+    directory, or the working directory of `-m`, is what Python puts on the import path)."""
     if launcher == "horovodrun":
         command = [tool("horovodrun"), "-np", "2", "-H", "localhost:2", "--gloo", "--network-interfaces", "lo",
                    sys.executable, *entry]
     else:
         command = [tool("torchrun"), "--standalone", "--nproc-per-node", "2", *entry]
-    return subprocess.run([*command, "--epochs", "1", *args], cwd=tree, env=launch_env(PYTHONPATH=str(tree)),
+    env = launch_env()
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([*command, "--epochs", "1", *args], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=240, start_new_session=True)
 
 

@@ -210,8 +210,9 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
             # The word only: a comment, prose, or a module name a loader reads that the rewrite cannot see.
             untouched = Migration(repository.files[path].text, repository.files[path].text, [], [])
             _without_horovod_only_statements(untouched)
+            switched = bool(untouched.changes)  # (before _leftovers, whose notes alone change nothing)
             untouched.flags = _leftovers(untouched)
-            if untouched.flags or untouched.changes:
+            if untouched.flags or switched:
                 files.append(FileMigration(path, repository.files[path], untouched, [], path in entries))
             continue
         if done:
