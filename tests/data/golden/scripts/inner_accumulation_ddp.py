@@ -32,7 +32,8 @@ args = parser.parse_args()
 
 allreduce_batch_size = args.batch_size * args.batches_per_allreduce
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 
