@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -290,3 +291,24 @@ def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
     module = Launch("pkg.train", True, found="README.md line 1")
     assert unreached_helpers(module, {"pkg/train.py": "from .ddp_helpers import x\n", "pkg/__init__.py": "",
                                       "pkg/ddp_helpers.py": ""}, {"ddp_helpers"}) == []
+
+
+# ---- issue 52 item 7: outcomes typed end to end -----------------------------------------------------------
+
+def test_flag_categories_and_normalisations_are_enums_end_to_end():
+    """Every flag of the corpus (the rewrite's, the check's, the driver's) carries a Category, and every
+    normalisation of the fixture repositories a Reached: no bare string compared as text."""
+    from compare.migrate.flag_category import Category
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.normalize import Reached
+    from compare.migrate.repository import Repository
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    flags = [flag for name in ("adasum", "elastic", "unknown_call", "compute_loss")
+             for flag in migrate_source((root / "horovod_scripts" / f"{name}.py").read_text()).flags]
+    assert flags and all(type(flag.category) is Category for flag in flags)
+    assert {Category.ADASUM, Category.ELASTIC, Category.UNRECOGNISED} <= {flag.category for flag in flags}
+    normalized = [n for repo in ("plugin_backend", "package_entry", "wrapper_module")
+                  for f in migrate_tree(Repository.read(root / "repos" / repo)).files for n in f.normalized]
+    assert normalized and all(type(n.how) is Reached for n in normalized)
+    assert {n.how for n in normalized} >= {Reached.LOADED_BY_NAME, Reached.RETURNED_BY_ACCESSOR}

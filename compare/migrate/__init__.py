@@ -33,6 +33,7 @@ The rewrite of one file (rewrite.py migrate_source: pass 1 a visitor, pass 2 a t
     notes.py                 the semantic note of each rewrite
     syntax.py                small reads and builds of LibCST nodes
     migration.py             what a migration gives back (Migration, Change, Flag)
+    flag_category.py         what a flag says needs a person (Category)
 The check of the output
     output_check.py          the whole result against the original; its findings join the flags
     output_names.py          unbound and newly shadowed names, Horovod left

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 
 # hvd.X() -> an expression (a string parsed once)
 SIMPLE_CALLS = {
@@ -24,14 +25,14 @@ REDUCE_OPS = {"Sum": "SUM", "Min": "MIN", "Max": "MAX", "Product": "PRODUCT"}
 REDUCTIONS = {"Average": "dist.ReduceOp.AVG", **{name: f"dist.ReduceOp.{op}" for name, op in REDUCE_OPS.items()}}
 # Horovod names that need a person, by category
 NEEDS_A_PERSON = {
-    "Adasum": ("Adasum", notes.ADASUM),
-    "elastic": ("elastic", notes.ELASTIC),
-    "start_timeline": ("timeline", notes.TIMELINE),
-    "stop_timeline": ("timeline", notes.TIMELINE),
-    "ProcessSet": ("process sets", notes.PROCESS_SETS),
-    "add_process_set": ("process sets", notes.PROCESS_SETS),
-    "remove_process_set": ("process sets", notes.PROCESS_SETS),
-    "global_process_set": ("process sets", notes.PROCESS_SETS),
+    "Adasum": (Category.ADASUM, notes.ADASUM),
+    "elastic": (Category.ELASTIC, notes.ELASTIC),
+    "start_timeline": (Category.TIMELINE, notes.TIMELINE),
+    "stop_timeline": (Category.TIMELINE, notes.TIMELINE),
+    "ProcessSet": (Category.PROCESS_SETS, notes.PROCESS_SETS),
+    "add_process_set": (Category.PROCESS_SETS, notes.PROCESS_SETS),
+    "remove_process_set": (Category.PROCESS_SETS, notes.PROCESS_SETS),
+    "global_process_set": (Category.PROCESS_SETS, notes.PROCESS_SETS),
 }
 # In a Lightning script there is no process group before trainer.fit() (Lightning makes it): torchrun's variables.
 LIGHTNING_CALLS = {

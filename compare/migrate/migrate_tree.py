@@ -26,7 +26,7 @@ from compare.migrate.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.import_reach import unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.launches import Launch, launches_of
-from compare.migrate.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.migration import Category, Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
 from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
@@ -249,7 +249,8 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
     for launch in tree.launches:
         for unreached in unreached_helpers(launch, files, {helpers_module}):
             migrated = by_path.get(unreached.path)
-            if migrated is None or any(flag.category == "helpers unreached" for flag in migrated.migration.flags):
+            if migrated is None or any(flag.category == Category.HELPERS_UNREACHED
+                                       for flag in migrated.migration.flags):
                 continue
             migrated.migration.flags.append(Flag(
                 back[unreached.path].get(unreached.line) or 0, "helpers unreached",
@@ -348,7 +349,7 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
     with the loader, where nothing else reads it."""
     # The check of the output ran before: what it said of a name a user chooses, or of a constant removed here,
     # no longer holds (the "horovod left" policy of _leftovers applies).
-    migration.flags = [f for f in migration.flags if not (f.category == "horovod left" and (
+    migration.flags = [f for f in migration.flags if not (f.category == Category.HOROVOD_LEFT and (
         f.why.startswith('"horovod":') or any(re.match(rf"\s*{re.escape(n)}\s*=", f.code) for n in spent)))]
     for name in spent:
         found = [t for t, _ in code_tokens(migration.code) if t.type == tokenize.NAME and t.string == name]
@@ -455,7 +456,7 @@ def _leftovers(migration: Migration) -> list[Flag]:
         line = new_to_old.get(token.start[0], 0)
         if named and line not in flagged:
             flagged.add(line)
-            found.append(Flag(line, "horovod left", lines[token.start[0] - 1].strip()[:100],
+            found.append(Flag(line, Category.HOROVOD_LEFT, lines[token.start[0] - 1].strip()[:100],
                               "Horovod is still named here after the migration (a module a loader reads, a "
                               "registry's entry, an import kept): remove it, or route it to the DDP path"))
     return found

@@ -16,6 +16,7 @@ Each is recorded (line, what it was) for the report.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Sequence
 
 import libcst as cst
@@ -28,11 +29,19 @@ HOROVOD_MODULES = {"horovod", "horovod.torch"}
 LOADERS = {"importlib.import_module", "import_module", "__import__"}
 
 
+class Reached(enum.StrEnum):
+    """How the file reached Horovod other than by its import (the report says "Horovod <value>")."""
+
+    LOADED_BY_NAME = "loaded by name"
+    RE_EXPORTED = "re-exported by the repository"
+    RETURNED_BY_ACCESSOR = "returned by the repository's accessor"
+
+
 @dataclasses.dataclass(frozen=True)
 class Normalized:
     line: int
     before: str
-    how: str  # "loaded by name" | "re-exported by the repository" | "returned by the repository's accessor"
+    how: Reached
 
 
 def horovod_bindings(module: cst.Module) -> set[str]:
@@ -186,7 +195,7 @@ class Normalize(cst.CSTTransformer):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and (loaded := self._loaded(node.value)):
             target = node.targets[0].target
             before = cst.Module([]).code_for_node(original).strip()
-            self.done.append(Normalized(self._line(original), before, "loaded by name"))
+            self.done.append(Normalized(self._line(original), before, Reached.LOADED_BY_NAME))
             if isinstance(target, cst.Name):
                 return updated.with_changes(body=[_import(loaded, target.value)])
             if isinstance(target, cst.Attribute):
@@ -196,7 +205,7 @@ class Normalize(cst.CSTTransformer):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
                 and self._accessed(node.value):
             self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original).strip(),
-                                        "returned by the repository's accessor"))
+                                        Reached.RETURNED_BY_ACCESSOR))
             if self.functions:
                 return updated.with_changes(body=[_import("horovod.torch", node.targets[0].target.value)])
             # In the module's scope (a `__main__` block): imported at the top, where the module's functions that
@@ -209,7 +218,7 @@ class Normalize(cst.CSTTransformer):
             moved = [a for a in node.names if get_full_name_for_node(a.name) in bound]
             if moved:
                 self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original).strip(),
-                                            "re-exported by the repository"))
+                                            Reached.RE_EXPORTED))
                 kept = [a for a in node.names if a not in moved]
                 imports: list[cst.BaseSmallStatement] = [
                     _import("horovod.torch", get_full_name_for_node(a.asname.name if a.asname else a.name) or "")

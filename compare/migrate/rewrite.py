@@ -21,7 +21,7 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.launch_facts import launch_facts
-from compare.migrate.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.migration import Category, Change, Flag, Migration, NotMigratable
 from compare.migrate.oldest_python import with_free_quotes
 from compare.migrate.output_check import checked_flags
 from compare.migrate.output_parsed import NodeIndex, Parsed
@@ -132,9 +132,9 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         transformer = transformer_for(True)
         new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
         result = _parsed_result(new.code) if check else None
-        if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
+        if all(flag.category in (Category.ADASUM, Category.MULTI_HOST) for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
-            uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
+            uses.flags.append(Flag(line, Category.UNRECOGNISED, uses.code(uses.statement_of(_bare_use(uses, line)))
                                    if line else "", "a Horovod use remains that was not recognised (the module "
                                    "itself returned or passed on: its import is kept)" if line else
                                    "a Horovod use remains that was not recognised"))
@@ -143,9 +143,9 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
     # the module's `dist`, with the same module (compare/migrate/passed_on.py).
     renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
-    flags = [f for f in flags if not (f.category == "shadowed name" and f.line in renamed and "`dist`" in f.why)]
+    flags = [f for f in flags if not (f.category == Category.SHADOWED_NAME and f.line in renamed and "`dist`" in f.why)]
     # A probe's name bound to torch.distributed where it was bound to Horovod: the same question, answered anew.
-    flags = [f for f in flags if not (f.category == "shadowed name" and any(
+    flags = [f for f in flags if not (f.category == Category.SHADOWED_NAME and any(
         f.why.startswith(f"`{name}` ") for name in transformer.probe_bound))]
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
                      checked=check, launch=launch_facts(original),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from compare.migrate.migration import Flag
+from compare.migrate.migration import Category, Flag
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import NoAttributeHooks, dotted_name, shortened
 
@@ -83,7 +83,7 @@ class UsesBase(NoAttributeHooks, cst.CSTVisitor):
                 return name[len(alias) + 1:]
         return None
 
-    def flag(self, node: cst.CSTNode, category: str, why: str) -> None:
+    def flag(self, node: cst.CSTNode, category: Category, why: str) -> None:
         line = self.line(node)
         if not any(f.line == line and f.category == category for f in self.flags):
             self.flags.append(Flag(line, category, self.code(self.statement_of(node)), why))
