@@ -312,3 +312,68 @@ def test_flag_categories_and_normalisations_are_enums_end_to_end():
                   for f in migrate_tree(Repository.read(root / "repos" / repo)).files for n in f.normalized]
     assert normalized and all(type(n.how) is Reached for n in normalized)
     assert {n.how for n in normalized} >= {Reached.LOADED_BY_NAME, Reached.RETURNED_BY_ACCESSOR}
+
+
+# ---- (4) switches still choose --------------------------------------------------------------------------
+
+CHOICE_TRAIN = """import argparse
+
+import torch
+import torch.distributed as dist
+
+try:
+    import horovod.torch as hvd
+except ImportError:
+    hvd = None
+
+
+def gather(features, args):
+    if args.dist == "horovod":
+        return hvd.allgather(features)
+    return torch.cat(GATHER(features))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dist", choices=["horovod", "torch", "none"], default="horovod")
+    args = parser.parse_args()
+    if args.dist == "horovod":
+        hvd.init()
+    elif args.dist == "torch":
+        dist.init_process_group("gloo")
+    print(gather(torch.ones(1), args))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(("gather", "differs"), [("torch.distributed.nn.all_gather", True),
+                                                  ("dist.nn.functional.all_gather", True),
+                                                  ("all_gather_no_grad", False)])
+def test_a_horovod_default_selects_the_ddp_path_and_a_summing_gather_is_flagged(tmp_path, gather, differs):
+    """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit: now horovod runs as torch.
+    The repository's own gather there, torch.distributed.nn.all_gather, sums the gradient in backward where
+    hvd.allgather averaged it: flagged on that line (one that keeps no gradient is not)."""
+    from compare.migrate.flag_category import Category
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {"train.py": CHOICE_TRAIN.replace("GATHER", gather)})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    code = tree.files[0].migration.code
+    assert ('    args = parser.parse_args()\n    if args.dist == "horovod":  # Horovod\'s value now takes the '
+            'torch.distributed path\n        args.dist = "torch"\n    if args.dist == "torch":\n') in code
+    assert "SystemExit" not in code and "hvd.init" not in code
+    flagged = [(flag.line, flag.category) for _, flag in tree.flags]
+    assert flagged == ([(15, Category.OWN_PATH_DIFFERS)] if differs else [])
+
+
+def test_a_store_true_switch_is_routed_under_torchrun_and_alone_stays_one_process(tmp_path):
+    from compare.migrate.switch_routes import Route
+
+    route = Route("horovod", True, "distributed", True)
+    assert route.statement("args") == ('if args.horovod:  # the Horovod option now takes the torch.distributed path\n'
+                                       '    args.horovod, args.distributed = False, "WORLD_SIZE" in os.environ\n')
+    assert route.describe() == "--horovod now runs as --distributed"

@@ -34,3 +34,4 @@ class Category(enum.StrEnum):
     CHECK_FAILED = "check failed"
     # the driver's (migrate_tree.py)
     HELPERS_UNREACHED = "helpers unreached"
+    OWN_PATH_DIFFERS = "own DDP path differs"  # the route a Horovod switch now takes (switch_routes.py)

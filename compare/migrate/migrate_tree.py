@@ -39,6 +39,7 @@ from compare.migrate.repository import (
     unique_name,
 )
 from compare.migrate.rewrite import migrate_source
+from compare.migrate.switch_routes import Differs, differing_collectives, route_switches, switch_routes
 from compare.migrate.switches import (
     Removed,
     horovod_only_in_switches,
@@ -262,7 +263,7 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
                           imports: dict[str, dict[str, set[str]]],
-                          ) -> dict[str, tuple[cst.Module, list[Removed]]] | None:
+                          ) -> dict[str, tuple[cst.Module, list[Removed], list[Differs]]] | None:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
     probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code."""
     if not any(word in s.text for s in repository.files.values()
@@ -281,21 +282,34 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
         aliases[path] = names
         if not probes or not horovod_only_in_switches(module, names):
             return None
-    return {path: remove_horovod_path(module, aliases[path]) for path, module in parsed.items()}
+    # The Horovod option (and a default of horovod) now selects the DDP path; refused only where there is none.
+    routes = switch_routes(parsed)
+    switched = {}
+    for path, module in parsed.items():
+        new, removed = remove_horovod_path(module, aliases[path], refuse=not routes)
+        if routes.get(path):
+            new, placed = route_switches(new, routes[path])
+            if placed:
+                removed.append(Removed(0, "", "; ".join(route.describe() for route in routes[path]),
+                                       notes.SWITCH_ROUTED))
+        differs = differing_collectives(module, aliases[path])
+        switched[path] = (new, removed, differs)
+    return switched
 
 
 def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
-                      switched: dict[str, tuple[cst.Module, list[Removed]]], entries: set[str], entry: str | None,
-                      ) -> TreeMigration:
+                      switched: dict[str, tuple[cst.Module, list[Removed], list[Differs]]], entries: set[str],
+                      entry: str | None) -> TreeMigration:
     files = []
     for path in sorted(parsed):
-        module, removed = switched[path]
+        module, removed, differs = switched[path]
         source = repository.files[path]
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
                               launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
         _without_horovod_only_statements(migration)
-        migration.flags = _leftovers(migration)
+        migration.flags = _leftovers(migration) + [Flag(d.line, Category.OWN_PATH_DIFFERS, d.code, d.why)
+                                                   for d in differs]
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
     return _compiled_on_oldest(TreeMigration(repository, files, entry))

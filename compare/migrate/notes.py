@@ -355,3 +355,6 @@ PROBE = ("The Horovod probe asked whether this could run as a Horovod job; now t
          "there, and the fallback (the single-process path, `python train.py ...`) runs otherwise, as it did "
          "where Horovod was absent. Under Horovod a plain `python train.py` ran as a job of one; here it runs "
          "the fallback, which trains the same single process.")
+SWITCH_ROUTED = ("The Horovod option (or a default of horovod) now takes the repository's own torch.distributed path, "
+                 "right after the arguments are parsed: the README's command and the default still start a "
+                 "distributed run, launched with torchrun.")

@@ -100,9 +100,10 @@ def horovod_only_in_switches(module: cst.Module, aliases: set[str]) -> bool:
 class RemoveHorovodPath(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
 
-    def __init__(self, aliases: set[str]):
+    def __init__(self, aliases: set[str], refuse: bool = True):
         super().__init__()
         self.aliases = aliases
+        self.refuse = refuse  # False where the Horovod option is routed to the DDP path (switch_routes.py)
         self.removed: list[Removed] = []
 
     def _line(self, node: cst.CSTNode) -> int:
@@ -135,7 +136,7 @@ class RemoveHorovodPath(cst.CSTTransformer):
             return updated
         initialised = any(m.findall(s, m.Call(func=m.Attribute(attr=m.Name("init")))) for s in original.body.body)
         line = self._line(original)
-        if initialised and not any(m.findall(s, m.Raise()) for s in kept):
+        if initialised and self.refuse and not any(m.findall(s, m.Raise()) for s in kept):
             kept.append(cst.parse_statement(f"raise SystemExit({REFUSAL!r})"))
             self.removed.append(Removed(line, self._code(original), f"raise SystemExit({REFUSAL[:40]}...)",
                                         "The Horovod switch is refused with a clear message: the repository's "
@@ -248,9 +249,10 @@ def remove_horovod_only_statements(code: str) -> tuple[str, list[Removed]]:
     return new.code, transform.removed
 
 
-def remove_horovod_path(module: cst.Module, aliases: set[str]) -> tuple[cst.Module, list[Removed]]:
+def remove_horovod_path(module: cst.Module, aliases: set[str], *, refuse: bool = True,
+                        ) -> tuple[cst.Module, list[Removed]]:
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    transform = RemoveHorovodPath(aliases)
+    transform = RemoveHorovodPath(aliases, refuse)
     new = wrapper.visit(transform)
     return new, transform.removed
 
