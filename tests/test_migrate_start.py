@@ -377,3 +377,23 @@ def test_a_store_true_switch_is_routed_under_torchrun_and_alone_stays_one_proces
     assert route.statement("args") == ('if args.horovod:  # the Horovod option now takes the torch.distributed path\n'
                                        '    args.horovod, args.distributed = False, "WORLD_SIZE" in os.environ\n')
     assert route.describe() == "--horovod now runs as --distributed"
+
+
+# ---- (5) the repository's own names that contain "horovod" ----------------------------------------------
+
+def test_own_modules_and_parameters_named_horovod_are_not_read_as_horovod(tmp_path):
+    """`from .horovod_backend import HorovodBackend` is the repository's module, and `def build(horovod=False)`
+    its parameter: neither is Horovod (once an "unrecognised" import and a "horovod left" name)."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {
+        "pkg/__init__.py": "",
+        "pkg/horovod_backend.py": "import horovod.torch as hvd\n\n\nclass HorovodBackend:\n    def setup(self):\n"
+                                  "        hvd.init()\n        return hvd.rank()\n",
+        "pkg/train.py": "from .horovod_backend import HorovodBackend\nfrom pkg.horovod_backend import HorovodBackend "
+                        "as Other\n\n\ndef build(horovod=False):\n    return (HorovodBackend() if horovod else "
+                        "Other()).setup()\n\n\nif __name__ == \"__main__\":\n    build(horovod=True)\n"})
+    tree = migrate_tree(Repository.read(repo))
+    assert tree.flags == []
+    assert [f.path for f in tree.files] == ["pkg/horovod_backend.py"]

@@ -5,6 +5,12 @@ from __future__ import annotations
 from compare.migrate import notes
 from compare.migrate.flag_category import Category
 
+
+def is_horovod_module(name: str | None) -> bool:
+    """`horovod` or one of its modules: not the repository's own `horovod_backend` (nor `.horovod_backend`)."""
+    return name == "horovod" or (name or "").startswith("horovod.")
+
+
 # hvd.X() -> an expression (a string parsed once)
 SIMPLE_CALLS = {
     "rank": ("dist.get_rank()", notes.RANK),

@@ -7,7 +7,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON, REDUCTIONS
+from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON, REDUCTIONS, is_horovod_module
 from compare.migrate.migration import Category
 from compare.migrate.syntax import argument, is_lightning_module, keyword_args, receiver_of
 from compare.migrate.uses_accumulation import AccumulationUses
@@ -43,7 +43,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
                 pass  # horovod.ray, ray.train.horovod: uses_ray.py
             elif is_spark_front_end(name):
                 self.record_spark_import(node, name, bound)  # horovod.spark, sparkdl: uses_spark.py
-            elif name and name.startswith("horovod"):
+            elif is_horovod_module(name):
                 self.hvd_imports.append(node)
                 self.flag(node, Category.UNRECOGNISED, f"import of {name}: only horovod.torch is migrated")
             elif is_lightning_module(name):
@@ -62,7 +62,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         if is_spark_front_end(module):
             self.record_spark_import_from(node, module)  # horovod.spark, sparkdl: uses_spark.py
             return
-        if not module or not module.startswith("horovod"):
+        if node.relative or not is_horovod_module(module):  # `from .horovod_backend import X`: the repository's
             return
         self.hvd_imports.append(node)
         names = node.names if isinstance(node.names, (list, tuple)) else []

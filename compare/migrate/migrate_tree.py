@@ -23,6 +23,7 @@ import libcst as cst
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.horovod_api import is_horovod_module
 from compare.migrate.import_reach import unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.launches import Launch, launches_of
@@ -53,6 +54,7 @@ PER_WORKER = 8  # files a worker process must have to pay for its start
 HELPERS_MODULE = "ddp_helpers"  # the added module's name, made unique against the repository's names
 HOROVOD_TEXT = re.compile("horovod", re.IGNORECASE)  # HorovodStrategy, MyHorovodPlugin: a file worth parsing
 HOROVOD_MODULE = re.compile(r"^horovod(\.[\w.]+)?$", re.IGNORECASE)
+BINDS_HOROVOD = re.compile(r"^\s*import\s+(?:[\w.]+\s*,\s*)*horovod\b(?![\w.]*\s+as\s)", re.MULTILINE)
 
 
 @dataclasses.dataclass
@@ -278,7 +280,7 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
         imported = imports[path]
         names = probe_aliases(module) | horovod_bindings(module) | {
             name for source, taken in imported.items() for name in taken & probes.get(source, set())}
-        names |= {n for source, taken in imported.items() if source.startswith("horovod") for n in taken}
+        names |= {n for source, taken in imported.items() if is_horovod_module(source) for n in taken}
         aliases[path] = names
         if not probes or not horovod_only_in_switches(module, names):
             return None
@@ -451,10 +453,12 @@ def _leftovers(migration: Migration) -> list[Flag]:
     noted: set[int] = set()
     found = []
     lines = migration.code.splitlines()
+    # The name `horovod` is Horovod only where an import binds it: else a parameter, a variable of the user's.
+    imports_horovod = BINDS_HOROVOD.search(migration.code) is not None
     for token, attribute in code_tokens(migration.code):
         # A name: only where nothing was flagged (a flagged use keeps its import, and says so).
         named = token.type == tokenize.NAME and token.string.lower() == "horovod" and not attribute and \
-            not migration.flags
+            not migration.flags and imports_horovod
         if token.type == tokenize.STRING:
             try:
                 value = str(ast.literal_eval(token.string))

@@ -21,6 +21,8 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.horovod_api import is_horovod_module
+
 REFUSAL = ("--horovod: this code was migrated from Horovod to torch.distributed (compare migrate); launch it with "
            "torchrun and its torch.distributed option instead")
 
@@ -55,9 +57,9 @@ def probe_aliases_of(statement: cst.CSTNode) -> set[str] | None:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = get_full_name_for_node(alias.name) or ""
-                if name.startswith("horovod"):
+                if is_horovod_module(name):
                     bound.add(get_full_name_for_node(alias.asname.name) if alias.asname else name.split(".")[0])  # type: ignore[arg-type]
-        elif (get_full_name_for_node(node.module) or "").startswith("horovod") and isinstance(node.names,
+        elif not node.relative and is_horovod_module(get_full_name_for_node(node.module)) and isinstance(node.names,
                                                                                                 (list, tuple)):
             bound |= {get_full_name_for_node(a.asname.name if a.asname else a.name) or "" for a in node.names}
     caught = {get_full_name_for_node(h.type) for h in statement.handlers if h.type is not None}
