@@ -88,6 +88,15 @@ FIXTURES = {
                                                    "        dist.broadcast(tensor, src=0)\n", ""),),
                              entry=("-m", "tinynet.train"),
                              fails=r"parity fails: the training losses agree, the evaluation at step 10 differs"),
+    # a script that extends sys.path, a package, a probe, two inits, an f-string (examples/repos/script_paths): the
+    # loss average becomes a sum
+    "script_paths": Fixture(8, "trainkit/ddp_helpers.py", (("    result = (result / dist.get_world_size())"
+                                                           ".to(tensor.device)\n",
+                                                           "    result = result.to(tensor.device)\n"),),
+                            "trainkit/ddp_helpers.py", (("    result = (result / dist.get_world_size())"
+                                                         ".to(tensor.device)\n",
+                                                         "    result = result.to(tensor.device)\n"),),
+                            entry=("scripts/train.py",)),
 }
 NAMES = sorted(FIXTURES)
 
@@ -274,6 +283,24 @@ def test_verify_entry_runs_each_tree_as_the_repository_expects(tmp_path, horovod
     alone = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
                            env=env, capture_output=True, text=True, timeout=120, check=False)
     assert alone.returncode == 0 and "step 16 loss " in alone.stdout, alone.stderr
+
+
+@pytest.mark.slow
+def test_the_migrated_tree_starts_alone_as_the_original_did(tmp_path):
+    """script_paths migrated, started as its README says with no launcher and nothing on PYTHONPATH: the probe
+    answers "no torch.distributed job" and the script trains one process, the same losses as the original alone
+    (a Horovod job of one). Once the helpers at the tree's root, the unguarded second init or the unconditional
+    probe each stopped it."""
+    tree = migrated("script_paths", tmp_path)
+    env = launch_env()
+    env.pop("PYTHONPATH", None)
+    runs = [subprocess.run([sys.executable, "scripts/train.py", "--epochs", "1"], cwd=where, env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+            for where in (REPOS / "script_paths", tree)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    losses = [[line for line in run.stdout.splitlines() if line.startswith("step ")] for run in runs]
+    assert len(losses[0]) == 8 and losses[0] == losses[1]
 
 
 def test_the_module_handed_to_code_outside_the_repository_is_flagged_not_called_done(tmp_path, capsys):
