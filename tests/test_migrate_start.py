@@ -397,3 +397,61 @@ def test_own_modules_and_parameters_named_horovod_are_not_read_as_horovod(tmp_pa
     tree = migrate_tree(Repository.read(repo))
     assert tree.flags == []
     assert [f.path for f in tree.files] == ["pkg/horovod_backend.py"]
+
+
+# ---- (5) Horovod through classes ---------------------------------------------------------------------------
+
+BASE = """import importlib
+
+
+class Backend:
+    dist_module_name = ""
+
+    def setup(self):
+        self.dist_module = importlib.import_module(self.dist_module_name)
+        self.dist_module.init()
+
+    def rank(self):
+        return self.dist_module.rank()
+"""
+SUBCLASS = """from .base import Backend
+
+
+class HorovodBackend(Backend):
+    dist_module_name = "horovod.torch"
+
+    def wrap_optimizer(self, optimizer, model):
+        return self.dist_module.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+"""
+REGISTRY = """from .base import Backend
+from .horovod_backend import HorovodBackend
+
+BACKENDS = {"horovod": HorovodBackend, "base": Backend}
+"""
+USER = """from backends import BACKENDS, HorovodBackend
+
+backend = BACKENDS["horovod"]()
+backend.setup()
+if isinstance(backend, HorovodBackend):
+    print("rank", backend.rank())
+"""
+
+
+def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(tmp_path):
+    """'horovod.torch' on a subclass's attribute, loaded by the base class into `self.dist_module` and used
+    through it in both: followed as `import horovod.torch` (once: no file changed, and a flag advised deleting
+    the string); the registry and the identity test keep their class, the spent string goes."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {"backends/__init__.py": REGISTRY, "backends/base.py": BASE,
+                                      "backends/horovod_backend.py": SUBCLASS, "train.py": USER})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    assert tree.flags == []
+    code = {f.path: f.migration.code for f in tree.files}
+    assert ("    def setup(self):\n        if not dist.is_initialized():\n            dist.init_process_group()\n\n"
+            "    def rank(self):\n        return dist.get_rank()\n") in code["backends/base.py"]
+    subclass = code["backends/horovod_backend.py"]
+    assert "horovod.torch" not in subclass and "dist_module" not in subclass
+    assert "return average_gradients_at_step(optimizer)" in subclass and "class HorovodBackend(Backend):" in subclass
+    assert "backends/__init__.py" not in code and "train.py" not in code  # the registry, the isinstance: as they were

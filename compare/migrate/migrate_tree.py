@@ -29,7 +29,14 @@ from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.launches import Launch, launches_of
 from compare.migrate.migration import Category, Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
-from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
+from compare.migrate.normalize import (
+    Normalized,
+    class_module_names,
+    held_module_attributes,
+    horovod_accessors,
+    horovod_bindings,
+    normalize,
+)
 from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
 from compare.migrate.repository import (
     Repository,
@@ -173,6 +180,21 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     for path, source in repository.files.items():
         if path not in parsed and providers and _reaches_horovod(source, providers):
             parsed[path] = _parse(source)
+    # A module name on a subclass's attribute, loaded by a base class elsewhere and kept on the object
+    # (`self.dist_module = import_module(self.dist_module_name)`): the base, and every reader of the attribute.
+    inherited = {name: value for module in parsed.values() for name, value in class_module_names(module).items()}
+    held: set[str] = set()
+    if inherited:
+        for path, source in repository.files.items():
+            if any(f"self.{name}" in source.text for name in inherited) and "import" in source.text:
+                module = parsed.get(path) or _parse(source)
+                if (found := held_module_attributes(module, inherited)):
+                    held |= found
+                    parsed[path] = module
+        for path, source in repository.files.items():
+            if path not in parsed and any(f"self.{name}." in source.text for name in held):
+                parsed[path] = _parse(source)
+    spent_elsewhere = set(inherited) if held else set()  # read by the base's loader alone, which goes
     if not parsed:
         raise UsageError(f"{repository.root if not repository.single_file else next(iter(repository.files))}: "
                          "no Horovod use: nothing imports or loads horovod")
@@ -190,7 +212,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         tree.launches = launches
         return tree
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path), repository.files[path].text,
-                                  imports[path], accessors) for path in sorted(parsed)}
+                                  imports[path], accessors, inherited, held) for path in sorted(parsed)}
     homes = helpers_homes(set(repository.files), launches, helpers_module) if helpers_module else {}
     jobs = [(path, module.code if done else repository.files[path].text, homes[path][1] if homes else None,
              helper_names, path in entries) for path, (module, done, _) in normalized.items()]
@@ -213,6 +235,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
             # The word only: a comment, prose, or a module name a loader reads that the rewrite cannot see.
             untouched = Migration(repository.files[path].text, repository.files[path].text, [], [])
             _without_horovod_only_statements(untouched)
+            _drop_spent_constants(untouched, spent_elsewhere)
             switched = bool(untouched.changes)  # (before _leftovers, whose notes alone change nothing)
             untouched.flags = _leftovers(untouched)
             if untouched.flags or switched:
@@ -221,7 +244,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         if done:
             _to_original_lines(result, repository.files[path].text, done[0].line)
         result.source = repository.files[path].text
-        _drop_spent_constants(result, normalized[path][2])
+        _drop_spent_constants(result, normalized[path][2] | spent_elsewhere)
         _without_horovod_only_statements(result)
         result.flags += _leftovers(result)
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
