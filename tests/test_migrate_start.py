@@ -455,3 +455,26 @@ def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(t
     assert "horovod.torch" not in subclass and "dist_module" not in subclass
     assert "return average_gradients_at_step(optimizer)" in subclass and "class HorovodBackend(Backend):" in subclass
     assert "backends/__init__.py" not in code and "train.py" not in code  # the registry, the isinstance: as they were
+
+
+def test_launches_are_read_from_commands_entry_points_and_main_blocks(tmp_path):
+    """How the users start a tree: a README's command (a launcher before it, `cd` and PYTHONPATH in it), a console
+    entry point (pyproject.toml, setup.py), and a `__main__` file none of them names; never a file in a venv."""
+    from compare.migrate.launches import launches_of
+
+    files = {"tools/run.py": "print(1)\n", "pkg/__init__.py": "", "pkg/cli.py": "def main():\n    pass\n",
+             "pkg/serve.py": "def main():\n    pass\n", "eval.py": "if __name__ == '__main__':\n    pass\n",
+             "venv/lib/x.py": ""}
+    _write(tmp_path, {**files,
+                      "README.md": "Train: `cd tools && PYTHONPATH=.. horovodrun -np 2 python run.py --epochs 1`\n",
+                      "pyproject.toml": '[project]\nname = "x"\n[project.scripts]\nx-train = "pkg.cli:main"\n',
+                      "setup.py": "setup(entry_points={'console_scripts': ['x-serve = pkg.serve:main']})\n",
+                      "venv/README.md": "python venv/lib/x.py\n"})
+    launches = launches_of(tmp_path, files)
+    assert [(la.target, la.as_module, la.cwd, la.python_path, la.found) for la in launches] == [
+        ("tools/run.py", False, "tools", ("..",), "README.md line 1"),
+        ("pkg.cli", True, "", (), "pyproject.toml [project.scripts] x-train"),
+        ("pkg.serve", True, "", (), "setup.py console_scripts x-serve"),
+        ("eval.py", False, "", (), "eval.py (a __main__ block)")]
+    assert launches[0].import_roots() == ["tools", ""]
+    assert launches[0].describe() == "cd tools && PYTHONPATH=.. run.py"

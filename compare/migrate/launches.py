@@ -9,11 +9,14 @@ each side that way. Read statically: the repository's other dependencies may be 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 from pathlib import Path, PurePosixPath
 
 import tomllib
+
+from compare.migrate.repository import SKIPPED_DIRS
 
 LAUNCH_TEXTS = ("*.md", "*.rst", "*.txt", "*.sh", "Makefile", "*.mk")  # where a command line is written down
 LAUNCHERS = {"python", "torchrun", "horovodrun", "mpirun", "mpiexec", "srun", "accelerate", "deepspeed"}
@@ -34,12 +37,13 @@ class Launch:
         """The launch as a person types it (torchrun's or python's arguments after the launcher)."""
         path = " ".join(f"PYTHONPATH={p or '.'}" for p in self.python_path)
         cd = f"cd {self.cwd} && " if self.cwd else ""
-        return f"{cd}{path + ' ' if path else ''}{'-m ' if self.as_module else ''}{self.target}"
+        target = self.target if self.as_module or not self.cwd else os.path.relpath(self.target, self.cwd)
+        return f"{cd}{path + ' ' if path else ''}{'-m ' if self.as_module else ''}{target}"
 
     def import_roots(self) -> list[str]:
         """Python's import path at the start, from the root, before the code changes it: the script's directory
         (or, for -m and an installed package, the working directory), then PYTHONPATH."""
-        first = self.cwd if self.as_module else str(PurePosixPath(self.cwd, self.target).parent)
+        first = self.cwd if self.as_module else str(PurePosixPath(self.target).parent)
         return [_normal(first), *(_normal(str(PurePosixPath(self.cwd, p))) for p in self.python_path)]
 
 
@@ -131,7 +135,8 @@ def launches_of(root: Path, python_files: dict[str, str]) -> list[Launch]:
     names = set(python_files)
     launches: dict[str, Launch] = {}
     texts = sorted({p for pattern in LAUNCH_TEXTS for p in root.rglob(pattern)
-                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)})
+                    if p.is_file() and not any(part.startswith(".") or part in SKIPPED_DIRS
+                                               for part in p.relative_to(root).parts[:-1])})
     for path in texts:
         if path.stat().st_size > MAX_TEXT_BYTES:
             continue
