@@ -7,8 +7,8 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON, REDUCTIONS, is_horovod_module
-from compare.migrate.migration import Category
 from compare.migrate.syntax import argument, is_lightning_module, keyword_args, receiver_of
 from compare.migrate.uses_accumulation import AccumulationUses
 from compare.migrate.uses_lightning import LightningUses

@@ -23,11 +23,12 @@ import libcst as cst
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import is_horovod_module
 from compare.migrate.import_reach import unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.launches import Launch, launches_of
-from compare.migrate.migration import Category, Change, Flag, Migration, NotMigratable
+from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import (
     Normalized,

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compare.migrate.migration import Category, Flag
+from compare.migrate.flag_category import Category
+from compare.migrate.migration import Flag
 from compare.migrate.output_ddp import check_collectives, check_models
 from compare.migrate.output_names import check_horovod_left, check_names
 from compare.migrate.output_parsed import Finding, Parsed

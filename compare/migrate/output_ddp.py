@@ -11,7 +11,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
-from compare.migrate.migration import Category
+from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Finding, Parsed
 from compare.migrate.syntax import dotted_name
 

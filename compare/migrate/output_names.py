@@ -9,7 +9,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import Assignment, BaseAssignment
 
-from compare.migrate.migration import Category
+from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Finding, Parsed, scope_key
 
 MODULE_NAMES = {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",

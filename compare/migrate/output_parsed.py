@@ -12,7 +12,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, Scope, ScopeProvider
 
-from compare.migrate.migration import Category
+from compare.migrate.flag_category import Category
 from compare.migrate.syntax import NoAttributeHooks, shortened
 
 

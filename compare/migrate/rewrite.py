@@ -18,10 +18,11 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.launch_facts import launch_facts
-from compare.migrate.migration import Category, Change, Flag, Migration, NotMigratable
+from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.oldest_python import with_free_quotes
 from compare.migrate.output_check import checked_flags
 from compare.migrate.output_parsed import NodeIndex, Parsed

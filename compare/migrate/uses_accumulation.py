@@ -9,7 +9,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.migration import Category
+from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import keyword_args
 from compare.migrate.uses_base import UsesBase

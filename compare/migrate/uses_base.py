@@ -9,7 +9,8 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from compare.migrate.migration import Category, Flag
+from compare.migrate.flag_category import Category
+from compare.migrate.migration import Flag
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import NoAttributeHooks, dotted_name, shortened
 

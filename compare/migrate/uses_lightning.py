@@ -11,8 +11,8 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import LIGHTNING_HOROVOD_CLASSES
-from compare.migrate.migration import Category
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import dotted_name, elements_of, is_horovod_string
 from compare.migrate.uses_base import UsesBase

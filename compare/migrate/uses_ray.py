@@ -16,6 +16,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import (
     HOROVOD_ENVIRONMENT,
     RAY_EXECUTOR_ARGS,
@@ -24,7 +25,6 @@ from compare.migrate.horovod_api import (
     RAY_FRONT_ENDS,
     RAY_TRAINER_KEYWORDS,
 )
-from compare.migrate.migration import Category
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import argument, dotted_name, keyword_args
 from compare.migrate.uses_base import UsesBase

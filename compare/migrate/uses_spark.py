@@ -21,6 +21,7 @@ import libcst.matchers as m
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import (
     SPARK_ESTIMATOR_MODULES,
     SPARK_RUN,
@@ -29,7 +30,6 @@ from compare.migrate.horovod_api import (
     SPARK_RUN_NO_EQUIVALENT,
     SPARK_RUNNER,
 )
-from compare.migrate.migration import Category
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import argument, dotted_name, keyword_args
 from compare.migrate.uses_base import UsesBase
