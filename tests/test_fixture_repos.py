@@ -38,7 +38,8 @@ class Fixture:
     tool_bug_file: str  # the file of `compare migrate`'s output the planted bug edits
     tool_bug: tuple[tuple[str, str], ...]
     horovod_args: tuple[str, ...] = ()
-    ddp_args: tuple[str, ...] = ()
+    ddp_args: tuple[str, ...] = ()  # the hand-written migration's
+    tool_args: tuple[str, ...] | None = None  # `compare migrate`'s output's, where not ddp_args (the original's option)
     entry: tuple[str, ...] = ("train.py",)  # a script, or ("-m", "package.module")
     fails: str = DIVERGES  # what `compare check` says of the planted bug
 
@@ -47,17 +48,19 @@ FIXTURES = {
     # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
     "wrapper_module": Fixture(10, "utils/distributed.py", (("    return reduced / dist.get_world_size()\n",
                                                             "    return reduced\n"),),
-                              "ddp_helpers.py", (("    result = (result / dist.get_world_size()).to(tensor.device)\n",
-                                                  "    result = result.to(tensor.device)\n"),)),
+                              "utils/ddp_helpers.py",
+                              (("    result = (result / dist.get_world_size()).to(tensor.device)\n",
+                                "    result = result.to(tensor.device)\n"),)),
     # the DDP backend forgets to wrap the model: each rank trains alone
     "plugin_backend": Fixture(12, "backends/ddp_backend.py", (("return DistributedDataParallel(model)",
                                                                "return model"),),
                               "backends/horovod_backend.py", (("return average_gradients_at_step(optimizer)",
                                                                "return optimizer"),)),
-    # the learning rate no longer scaled by the world size on the DDP path
+    # the learning rate no longer scaled by the world size on the DDP path; the migrated tree launched with the
+    # original's --horovod, which now takes the repository's DDP path
     "horovod_switch": Fixture(8, "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
                               "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
-                              ("--horovod",), ("--distributed",)),
+                              ("--horovod",), ("--distributed",), ("--horovod",)),
     # the model left unwrapped in the Trainer (and so no .module)
     "trainer_class": Fixture(10, "trainer.py", (("self.model = DDP(model)", "self.model = model"),
                                                 ("self.model.module.num_classes", "self.model.num_classes")),
@@ -85,6 +88,15 @@ FIXTURES = {
                                                    "        dist.broadcast(tensor, src=0)\n", ""),),
                              entry=("-m", "tinynet.train"),
                              fails=r"parity fails: the training losses agree, the evaluation at step 10 differs"),
+    # a script that extends sys.path, a package, a probe, two inits, an f-string (examples/repos/script_paths): the
+    # loss average becomes a sum
+    "script_paths": Fixture(8, "trainkit/ddp_helpers.py", (("    result = (result / dist.get_world_size())"
+                                                           ".to(tensor.device)\n",
+                                                           "    result = result.to(tensor.device)\n"),),
+                            "trainkit/ddp_helpers.py", (("    result = (result / dist.get_world_size())"
+                                                         ".to(tensor.device)\n",
+                                                         "    result = result.to(tensor.device)\n"),),
+                            entry=("scripts/train.py",)),
 }
 NAMES = sorted(FIXTURES)
 
@@ -128,13 +140,16 @@ def planted_in_migration(name: str, out: Path) -> Path:
 
 
 def launch(launcher: str, tree: Path, entry: tuple[str, ...], args: tuple[str, ...]) -> subprocess.CompletedProcess:
-    """The entry from the repository's root, the root on the import path, as its README says to run it."""
+    """The entry from the repository's root as its README says to run it, nothing on PYTHONPATH (a script's
+    directory, or the working directory of `-m`, is what Python puts on the import path)."""
     if launcher == "horovodrun":
         command = [tool("horovodrun"), "-np", "2", "-H", "localhost:2", "--gloo", "--network-interfaces", "lo",
                    sys.executable, *entry]
     else:
         command = [tool("torchrun"), "--standalone", "--nproc-per-node", "2", *entry]
-    return subprocess.run([*command, "--epochs", "1", *args], cwd=tree, env=launch_env(PYTHONPATH=str(tree)),
+    env = launch_env()
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([*command, "--epochs", "1", *args], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=240, start_new_session=True)
 
 
@@ -152,8 +167,9 @@ def launched(tmp_path_factory, horovod_built):
     for name in NAMES:
         fixture = FIXTURES[name]
         jobs[name, "horovod"] = ("horovodrun", REPOS / name, fixture.entry, fixture.horovod_args)
-        jobs[name, "migrated"] = ("torchrun", migrated(name, out), fixture.entry, fixture.ddp_args)
-        jobs[name, "migrated bug"] = ("torchrun", planted_in_migration(name, out), fixture.entry, fixture.ddp_args)
+        args = fixture.ddp_args if fixture.tool_args is None else fixture.tool_args
+        jobs[name, "migrated"] = ("torchrun", migrated(name, out), fixture.entry, args)
+        jobs[name, "migrated bug"] = ("torchrun", planted_in_migration(name, out), fixture.entry, args)
     return out, _launch_all(jobs)
 
 
@@ -249,19 +265,42 @@ def test_a_bug_planted_in_the_migration_fails_parity(launched, name):
 
 @pytest.mark.slow
 def test_verify_entry_runs_each_tree_as_the_repository_expects(tmp_path, horovod_built):
-    """`compare migrate DIR -o OUT --verify --entry train.py`, as a user types it: the original's entry under
-    horovodrun, the migration's under torchrun, each tree on its PYTHONPATH; the switch refused on the DDP side, so
-    that side gets its own arguments (--ddp-args)."""
+    """`compare migrate DIR -o OUT --verify --entry train.py -- ... --horovod`, as a user types it: the original's
+    entry under horovodrun, the migration's under torchrun, each started as the README starts it (nothing on
+    PYTHONPATH); the README's --horovod now takes the repository's own DDP path, so both sides get the same
+    arguments, and alone (`python train.py --horovod`) the migration trains one process, as Horovod's did."""
     result = subprocess.run(
         [sys.executable, "-m", "compare", "migrate", str(REPOS / "horovod_switch"), "-o", str(tmp_path / "out"),
          "--verify", "--entry", "train.py", "--verify-out", str(tmp_path / "verify"), "--timeout", "240",
-         "--ddp-args", "--epochs 1 --distributed", "--", "--epochs", "1", "--horovod"],
+         "--", "--epochs", "1", "--horovod"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == Exit.OK, result.stdout + result.stderr
     assert re.search(r"^parity holds: .*max relative difference 0\b", result.stdout, re.MULTILINE), result.stdout
-    refused = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
-                             capture_output=True, text=True, timeout=120, check=False)
-    assert refused.returncode != 0 and "--horovod" in refused.stderr and "Traceback" not in refused.stderr
+    assert "started as its users start it (README.md line 9): python train.py, nothing on PYTHONPATH" in \
+        result.stdout, result.stdout
+    env = launch_env()
+    env.pop("PYTHONPATH", None)
+    alone = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
+                           env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert alone.returncode == 0 and "step 16 loss " in alone.stdout, alone.stderr
+
+
+@pytest.mark.slow
+def test_the_migrated_tree_starts_alone_as_the_original_did(tmp_path):
+    """script_paths migrated, started as its README says with no launcher and nothing on PYTHONPATH: the probe
+    answers "no torch.distributed job" and the script trains one process, the same losses as the original alone
+    (a Horovod job of one). Once the helpers at the tree's root, the unguarded second init or the unconditional
+    probe each stopped it."""
+    tree = migrated("script_paths", tmp_path)
+    env = launch_env()
+    env.pop("PYTHONPATH", None)
+    runs = [subprocess.run([sys.executable, "scripts/train.py", "--epochs", "1"], cwd=where, env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+            for where in (REPOS / "script_paths", tree)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    losses = [[line for line in run.stdout.splitlines() if line.startswith("step ")] for run in runs]
+    assert len(losses[0]) == 8 and losses[0] == losses[1]
 
 
 def test_the_module_handed_to_code_outside_the_repository_is_flagged_not_called_done(tmp_path, capsys):

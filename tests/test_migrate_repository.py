@@ -107,11 +107,11 @@ def test_every_indirect_use_is_found_and_migrated(tmp_path):
 
 def test_helpers_live_in_one_module_under_names_nobody_uses(tmp_path):
     tree = migrate_tree(Repository.read(_repo(tmp_path / "repo")))
-    assert tree.helpers_path == "ddp_helpers.py"
+    assert tree.helpers_path == "project/ddp_helpers.py"  # in the package that imports it, reached relatively
     helpers = _names(tree.helpers_code or "")
     assert helpers == {"all_reduce_mean_2"}  # the repository has an all_reduce_mean of its own
     wrapper = next(f for f in tree.files if f.path == "project/distributed.py").migration.code
-    assert "from ddp_helpers import all_reduce_mean_2" in wrapper and "def all_reduce_mean" not in wrapper
+    assert "from .ddp_helpers import all_reduce_mean_2" in wrapper and "def all_reduce_mean" not in wrapper
     assert all("def all_reduce_mean_2" not in f.migration.code for f in tree.files)  # defined once
 
 
@@ -150,7 +150,7 @@ def test_the_diff_applies_with_git_and_gives_the_same_tree(tmp_path):
     assert diff.returncode == 0, diff.stderr
     applied = subprocess.run(["git", "apply", "-"], input=diff.stdout, cwd=repo, capture_output=True, check=False)
     assert applied.returncode == 0, applied.stderr
-    for path in ("crlf.py", "train.py", "project/backend.py", "project/distributed.py", "ddp_helpers.py"):
+    for path in ("crlf.py", "train.py", "project/backend.py", "project/distributed.py", "project/ddp_helpers.py"):
         assert (repo / path).read_bytes() == (out / path).read_bytes(), path
 
 
@@ -187,7 +187,7 @@ def test_in_place_only_on_a_clean_git_tree(tmp_path, capsys):
     out = tmp_path / "out"
     compare_main(["migrate", str(repo), "-o", str(out)])
     assert compare_main(["migrate", str(repo), "--in-place"]) == 0
-    for path in ("crlf.py", "train.py", "project/distributed.py", "ddp_helpers.py"):
+    for path in ("crlf.py", "train.py", "project/distributed.py", "project/ddp_helpers.py"):
         assert (repo / path).read_bytes() == (out / path).read_bytes(), path
     subprocess.run(["git", "checkout", "."], cwd=repo, check=True)
     assert (repo / "train.py").read_text() == TRAIN  # git undoes it

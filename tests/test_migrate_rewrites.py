@@ -138,7 +138,7 @@ for batch in loader:
 """
     code = migrate_source(source).code
     body = "\n".join(line for line in code.splitlines()
-                     if not line.startswith(("import ", "from ", "dist.", "model = DDP(")))
+                     if not line.lstrip().startswith(("import ", "from ", "dist.", "if not dist.", "model = DDP(")))
     body = body.split("model = torch.nn.Linear(4, 2)\n")[0] + body.split("optimizer = torch.optim.SGD(")[1].split(
         "\n", 1)[1]
     model = _FakeDDP()

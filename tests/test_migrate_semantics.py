@@ -260,4 +260,4 @@ def test_the_report_says_nothing_is_left_only_when_the_check_ran_and_found_nothi
     assert "Nothing: every Horovod use" not in render(unchecked, "plain.py", "plain_ddp.py")
     flagged = migrate_source(_source("compute_loss"))
     text = render(flagged, "compute_loss.py", "compute_loss_ddp.py")
-    assert "Nothing" not in text and "(result line 61)" in text
+    assert "Nothing" not in text and "(result line 62)" in text

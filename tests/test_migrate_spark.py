@@ -77,7 +77,7 @@ def test_spark_run_becomes_torch_distributor_and_the_function_becomes_ddp():
             "        train, args.lr, args.epochs, args.batch_size, args.seed)\n    weights = results\n") in code
     # inside the training function, as for a horovodrun script: the group first, the sampler's defaults, the wrap
     train = _function(code, "train")
-    assert ast.unparse(train.body[0]) == "dist.init_process_group()"
+    assert ast.unparse(train.body[0]) == "if not dist.is_initialized():\n    dist.init_process_group()"
     assert "sampler = torch.utils.data.distributed.DistributedSampler(dataset, seed=seed)" in code
     assert "optimizer = torch.optim.SGD(model.parameters(), lr=lr * dist.get_world_size(), momentum=0.9)" in code
     assert "    model = DDP(model)\n    step = 0\n" in code
@@ -104,7 +104,7 @@ def test_horovod_runner_is_migrated_not_left_around_a_ddp_function(tmp_path, cap
     assert "    weights = hr.run(train_hvd, learning_rate=0.02, epochs=2)\n" in code  # called as HorovodRunner's
     train = _function(code, "train_hvd")
     assert ast.unparse(train.body[0]) == "import torch.distributed as dist"  # imported where hvd was
-    assert "dist.init_process_group()" in [ast.unparse(s) for s in train.body]
+    assert "if not dist.is_initialized():\n    dist.init_process_group()" in [ast.unparse(s) for s in train.body]
     assert "train_sampler = torch.utils.data.distributed.DistributedSampler(train_dataset, seed=seed)" in code
     report = out.with_suffix(".migration.md").read_text()
     assert "driver_log_verbosity dropped" in report and "local_mode=N < 0" in report

@@ -16,7 +16,7 @@ from helpers import ROOT, ok, run, tool
 
 from compare.migrate import migrate_source
 from compare.migrate.added_helpers import HELPERS
-from compare.names import EXIT_PARITY_FAILS
+from compare.names import Exit
 
 DATA = ROOT / "tests" / "data" / "zero_step"
 SCRIPT = (DATA / "decaying.py").read_text(encoding="utf-8")
@@ -142,7 +142,7 @@ def without_the_step(migrated: Path, out: Path) -> str:
     ok(run([sys.executable, "-m", "compare", "import", "text", str(out / "planted.log"), "--out",
             str(out / "planted"), "--framework", "ddp", "--world-size", "2"]))
     check = run([sys.executable, "-m", "compare", "check", str(out / "verify" / "horovod"), str(out / "planted")])
-    assert check.returncode == EXIT_PARITY_FAILS, check.stdout + check.stderr
+    assert check.returncode == Exit.PARITY_FAILS, check.stdout + check.stderr
     return check.stdout
 
 

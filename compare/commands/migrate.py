@@ -134,7 +134,7 @@ def _print_flags(flags: list[tuple[str | None, Flag]]) -> None:
 
 
 def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: Path, mode: LaunchMode,
-            roots: dict[str, Path] | None = None) -> int:
+            roots: dict[str, Path] | None = None, launches: list | None = None, entry: str | None = None) -> int:
     from compare.verify.verify import verify
 
     if migration.lightning:
@@ -149,11 +149,31 @@ def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: P
 
     verify_out = (ns.verify_out or Path("results/migrate") / ns.script.resolve().stem).resolve()
     migrated_args = shlex.split(ns.ddp_args) if ns.ddp_args is not None else None
-    return verify(original, out, ns.script_args, verify_out, np=ns.verify_np, mode=mode, roots=roots,
+    import_paths, module = None, None
+    if roots is not None:
+        import_paths, module = _as_launched(roots, launches or [], entry or original.name)
+    return verify(original, out, ns.script_args, verify_out, np=ns.verify_np, mode=mode, import_paths=import_paths,
+                  module=module,
                   migrated_args=migrated_args, device=ns.device, where=_where(ns),
                   controller=ns.verify_controller, timeout=ns.timeout, loss_regex=ns.loss_regex,
                   eval_regex=ns.eval_regex, step_from=ns.step_from, speed_rounds=ns.speed_rounds,
                   warmup=ns.warmup, throughput_regex=ns.throughput_regex)
+
+
+def _as_launched(roots: dict[str, Path], launches: list, entry: str) -> tuple[dict[str, list[Path]], str | None]:
+    """Each side's import path besides the script's own directory, and the module `-m` runs: as the repository's
+    users start the entry (compare/migrate/launches.py), said in one line; the tree is not put on PYTHONPATH
+    unless their command puts it there."""
+    from compare.migrate.launches import Launch, target_path
+
+    paths = {f.relative_to(roots["horovod"]).as_posix() for f in roots["horovod"].rglob("*.py")}
+    launch = next((found for found in launches if target_path(found, paths) == entry),
+                  Launch(entry, False, "", (), "--entry, run by its path"))
+    extra = launch.import_roots()[0 if launch.as_module else 1:]
+    print(f"  started as its users start it ({launch.found}): python {launch.describe()}"
+          f"{'' if extra else ', nothing on PYTHONPATH'}", flush=True)
+    return ({name: [root / p for p in extra] for name, root in roots.items()},
+            launch.target if launch.as_module else None)
 
 
 def _where(ns: argparse.Namespace) -> Scheduler:
@@ -198,7 +218,8 @@ def _main_tree(ns: argparse.Namespace) -> int:
     if ns.verify:
         assert mode is not None
         return _verify(ns, tree.files[0].migration, root.resolve() / ns.entry, out.resolve() / ns.entry, mode,
-                       roots={"horovod": root.resolve(), "ddp": out.resolve()})
+                       roots={"horovod": root.resolve(), "ddp": out.resolve()}, launches=tree.launches,
+                       entry=ns.entry)
     return Exit.NEEDS_A_PERSON if partial else Exit.OK
 
 

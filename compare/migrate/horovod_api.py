@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
+
+
+def is_horovod_module(name: str | None) -> bool:
+    """`horovod` or one of its modules: not the repository's own `horovod_backend` (nor `.horovod_backend`)."""
+    return name == "horovod" or (name or "").startswith("horovod.")
+
 
 # hvd.X() -> an expression (a string parsed once)
 SIMPLE_CALLS = {
@@ -16,20 +23,22 @@ SIMPLE_CALLS = {
     "barrier": ("dist.barrier()", notes.BARRIER),
     "nccl_built": ("dist.is_nccl_available()", notes.NCCL_BUILT),
 }
+# hvd.init() as a statement of its own: a second init_process_group() raises, a second hvd.init() did not
+INIT_GUARD = "if not dist.is_initialized():"
 NEEDS_OS = {"local_rank", "local_size", "cross_rank", "cross_size"}
 REDUCE_OPS = {"Sum": "SUM", "Min": "MIN", "Max": "MAX", "Product": "PRODUCT"}
 # hvd.Sum ... named outside an allreduce: the values all_reduce_average_or_op reads (AVG stands for Average)
 REDUCTIONS = {"Average": "dist.ReduceOp.AVG", **{name: f"dist.ReduceOp.{op}" for name, op in REDUCE_OPS.items()}}
 # Horovod names that need a person, by category
 NEEDS_A_PERSON = {
-    "Adasum": ("Adasum", notes.ADASUM),
-    "elastic": ("elastic", notes.ELASTIC),
-    "start_timeline": ("timeline", notes.TIMELINE),
-    "stop_timeline": ("timeline", notes.TIMELINE),
-    "ProcessSet": ("process sets", notes.PROCESS_SETS),
-    "add_process_set": ("process sets", notes.PROCESS_SETS),
-    "remove_process_set": ("process sets", notes.PROCESS_SETS),
-    "global_process_set": ("process sets", notes.PROCESS_SETS),
+    "Adasum": (Category.ADASUM, notes.ADASUM),
+    "elastic": (Category.ELASTIC, notes.ELASTIC),
+    "start_timeline": (Category.TIMELINE, notes.TIMELINE),
+    "stop_timeline": (Category.TIMELINE, notes.TIMELINE),
+    "ProcessSet": (Category.PROCESS_SETS, notes.PROCESS_SETS),
+    "add_process_set": (Category.PROCESS_SETS, notes.PROCESS_SETS),
+    "remove_process_set": (Category.PROCESS_SETS, notes.PROCESS_SETS),
+    "global_process_set": (Category.PROCESS_SETS, notes.PROCESS_SETS),
 }
 # In a Lightning script there is no process group before trainer.fit() (Lightning makes it): torchrun's variables.
 LIGHTNING_CALLS = {

@@ -11,12 +11,13 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate import notes
 from compare.migrate.syntax import parse_expr
 from compare.migrate.to_ddp_expressions import ExpressionRewrites
+from compare.migrate.to_ddp_probes import ProbeRewrites
 from compare.migrate.to_ddp_ray import RayRewrites
 from compare.migrate.to_ddp_spark import SparkRewrites
 from compare.migrate.to_ddp_statements import StatementRewrites
 
 
-class HorovodToDDP(RayRewrites, SparkRewrites, ExpressionRewrites, StatementRewrites):
+class HorovodToDDP(RayRewrites, SparkRewrites, ProbeRewrites, ExpressionRewrites, StatementRewrites):
     """Pass 2: apply the plan of HorovodUses. The imports are rewritten here; the expressions and the
     statements are the parts it is made of."""
 

@@ -7,7 +7,8 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON, REDUCTIONS
+from compare.migrate.flag_category import Category
+from compare.migrate.horovod_api import HANDLED, NEEDS_A_PERSON, REDUCTIONS, is_horovod_module
 from compare.migrate.syntax import argument, is_lightning_module, keyword_args, receiver_of
 from compare.migrate.uses_accumulation import AccumulationUses
 from compare.migrate.uses_lightning import LightningUses
@@ -42,9 +43,9 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
                 pass  # horovod.ray, ray.train.horovod: uses_ray.py
             elif is_spark_front_end(name):
                 self.record_spark_import(node, name, bound)  # horovod.spark, sparkdl: uses_spark.py
-            elif name and name.startswith("horovod"):
+            elif is_horovod_module(name):
                 self.hvd_imports.append(node)
-                self.flag(node, "unrecognised", f"import of {name}: only horovod.torch is migrated")
+                self.flag(node, Category.UNRECOGNISED, f"import of {name}: only horovod.torch is migrated")
             elif is_lightning_module(name):
                 if alias.asname:
                     self.lightning_names[bound] = name  # type: ignore[index,assignment]
@@ -61,16 +62,17 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         if is_spark_front_end(module):
             self.record_spark_import_from(node, module)  # horovod.spark, sparkdl: uses_spark.py
             return
-        if not module or not module.startswith("horovod"):
+        if node.relative or not is_horovod_module(module):  # `from .horovod_backend import X`: the repository's
             return
         self.hvd_imports.append(node)
         names = node.names if isinstance(node.names, (list, tuple)) else []
         if module == "horovod" and names and all(get_full_name_for_node(a.name) == "torch" for a in names):
             self.hvd.add(get_full_name_for_node(names[0].asname.name) if names[0].asname else "torch")
         elif module == "horovod" and names and all(get_full_name_for_node(a.name) == "run" for a in names):
-            self.flag(node, "unrecognised", "from horovod import run: write horovod.run(...) to have it migrated")
+            self.flag(node, Category.UNRECOGNISED,
+                      "from horovod import run: write horovod.run(...) to have it migrated")
         else:
-            category = "elastic" if "elastic" in module else "unrecognised"
+            category = Category.ELASTIC if "elastic" in module else Category.UNRECOGNISED
             self.flag(node, category, f"from {module} import ...: not migrated; rewrite with "
                                       "`import horovod.torch as hvd`")
 
@@ -95,17 +97,17 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             horovod_name = get_full_name_for_node(node)
             if horovod_name in {f"{alias}.run" for alias in self.horovod} and not (
                     isinstance(parent, cst.Call) and parent.func is node):
-                self.flag(node, "unrecognised", "horovod.run used other than as a call")
+                self.flag(node, Category.UNRECOGNISED, "horovod.run used other than as a call")
             return
         root = name.split(".")[0]
         if root in NEEDS_A_PERSON or name in NEEDS_A_PERSON:
             category, why = NEEDS_A_PERSON.get(name) or NEEDS_A_PERSON[root]
             self.flag(node, category, why)
         elif name not in HANDLED:
-            self.flag(node, "unrecognised", f"hvd.{name} has no migration here: rewrite it by hand")
+            self.flag(node, Category.UNRECOGNISED, f"hvd.{name} has no migration here: rewrite it by hand")
         elif name not in ("Compression.fp16", "Compression.none", *REDUCTIONS) and not (
                 isinstance(parent, cst.Call) and parent.func is node):
-            self.flag(node, "unrecognised", f"hvd.{name} used other than as a call: rewrite it by hand")
+            self.flag(node, Category.UNRECOGNISED, f"hvd.{name} used other than as a call: rewrite it by hand")
 
     def visit_Call(self, node: cst.Call) -> None:
         self.visit_ray_call(node)
@@ -115,7 +117,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         name = self.hvd_name(node.func)
         keywords = keyword_args(node)
         if "process_set" in keywords or "process_sets" in keywords:
-            self.flag(node, "process sets", notes.PROCESS_SETS)
+            self.flag(node, Category.PROCESS_SETS, notes.PROCESS_SETS)
         if self.is_trainer(node.func):
             self._plan_trainer(node)
         if name == "init":
@@ -124,7 +126,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             if isinstance(stmt, cst.SimpleStatementLine):
                 self.init_stmt = stmt
             if node.args:
-                self.flag(node, "process sets", "hvd.init(...) arguments (communicator, process sets): "
+                self.flag(node, Category.PROCESS_SETS, "hvd.init(...) arguments (communicator, process sets): "
                                                  "dist.init_process_group / dist.new_group by hand")
         elif name == "shutdown":
             self.has_shutdown = True
@@ -140,16 +142,17 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
                 params = argument(node, 0, "params")
                 self.model = self.model or receiver_of(params, "state_dict") or receiver_of(params, "named_parameters")
             else:
-                self.flag(node, "unrecognised", "hvd.broadcast_parameters(...) not as a statement of its own")
+                self.flag(node, Category.UNRECOGNISED, "hvd.broadcast_parameters(...) not as a statement of its own")
         elif name == "broadcast_optimizer_state":
             if not m.matches(self.statement_of(node), m.SimpleStatementLine(body=[m.Expr(value=m.Call())])):
-                self.flag(node, "unrecognised", "hvd.broadcast_optimizer_state(...) not as a statement of its own")
+                self.flag(node, Category.UNRECOGNISED,
+                          "hvd.broadcast_optimizer_state(...) not as a statement of its own")
         elif name == "join":
             self._join(node)
         elif name in ("allreduce", "allreduce_"):
             for scale in ("prescale_factor", "postscale_factor"):
                 if scale in keywords:
-                    self.flag(node, "unrecognised", f"allreduce {scale}: multiply the tensor by hand")
+                    self.flag(node, Category.UNRECOGNISED, f"allreduce {scale}: multiply the tensor by hand")
         elif m.matches(node.func, m.Attribute(attr=m.Name("load_state_dict"))):
             receiver = get_full_name_for_node(node.func.value)  # type: ignore[union-attr]
             if receiver:
@@ -161,7 +164,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         if get_full_name_for_node(node.func) in {f"{a}.run" for a in self.horovod}:
             for multi_host in ("hosts", "hostfile", "min_np", "max_np", "host_discovery_script"):
                 if multi_host in keywords:
-                    self.flag(node, "multi-host", f"horovod.run({multi_host}=...): torch.multiprocessing.spawn "
+                    self.flag(node, Category.MULTI_HOST, f"horovod.run({multi_host}=...): torch.multiprocessing.spawn "
                                                   "starts local processes only; use torchrun on each host")
 
     def _model_preconditions(self, node: cst.Call) -> None:
@@ -206,7 +209,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         if op is not None:
             names = {self.hvd_name(a) for a in m.findall(op, m.Attribute())}
             if "Adasum" not in names and names - {"Average"}:
-                self.flag(op, "unrecognised", notes.OPTIMIZER_OP)
+                self.flag(op, Category.UNRECOGNISED, notes.OPTIMIZER_OP)
 
     def _distributed_optimizer(self, node: cst.Call, keywords: dict) -> None:
         stmt = self.statement_of(node)
@@ -232,7 +235,7 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         self.model = receiver_of(keywords.get("named_parameters"), "named_parameters") or self.model or model
         for dropped in ("gradient_predivide_factor", "groups", "sparse_as_dense", "num_groups"):
             if dropped in keywords and dropped in ("groups", "num_groups"):
-                self.flag(node, "unrecognised", f"DistributedOptimizer({dropped}=...): DDP buckets by size "
+                self.flag(node, Category.UNRECOGNISED, f"DistributedOptimizer({dropped}=...): DDP buckets by size "
                                                 "(bucket_cap_mb); choose one by hand")
 
     def _join(self, node: cst.Call) -> None:
@@ -241,19 +244,19 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
         body = getattr(parent, "body", None)
         own_statement = m.matches(stmt, m.SimpleStatementLine(body=[m.Expr(value=m.Call())]))
         if not own_statement or not isinstance(body, tuple | list):
-            self.flag(node, "unrecognised", "hvd.join() other than as a statement of its own: use "
+            self.flag(node, Category.UNRECOGNISED, "hvd.join() other than as a statement of its own: use "
                                             "torch.distributed.algorithms.Join by hand")
             return
         index = list(body).index(stmt)
         loops = [s for s in body[:index] if isinstance(s, (cst.For, cst.While))]
         if not loops:
-            self.flag(node, "unrecognised", "hvd.join() with no loop before it in the same block: wrap the "
+            self.flag(node, Category.UNRECOGNISED, "hvd.join() with no loop before it in the same block: wrap the "
                                             "training loop in `with Join([model]):` by hand")
             return
         self.join_loops[id(loops[-1])] = stmt
 
     def flag_elastic_commits(self) -> None:
         """state.commit() has no hvd. in it: in an elastic script, flag it with the rest of the elastic state."""
-        if any(flag.category == "elastic" for flag in self.flags):
+        if any(flag.category == Category.ELASTIC for flag in self.flags):
             for call in self.commit_calls:
-                self.flag(call, "elastic", notes.ELASTIC)
+                self.flag(call, Category.ELASTIC, notes.ELASTIC)

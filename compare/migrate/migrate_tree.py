@@ -23,10 +23,22 @@ import libcst as cst
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.flag_category import Category
+from compare.migrate.horovod_api import is_horovod_module
+from compare.migrate.import_reach import unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
+from compare.migrate.launches import Launch, launches_of
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
 from compare.migrate.migration_report import map_lines
-from compare.migrate.normalize import Normalized, horovod_accessors, horovod_bindings, normalize
+from compare.migrate.normalize import (
+    Normalized,
+    class_module_names,
+    held_module_attributes,
+    horovod_accessors,
+    horovod_bindings,
+    normalize,
+)
+from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
 from compare.migrate.repository import (
     Repository,
     SourceFile,
@@ -36,13 +48,21 @@ from compare.migrate.repository import (
     unique_name,
 )
 from compare.migrate.rewrite import migrate_source
-from compare.migrate.switches import Removed, horovod_only_in_switches, probe_aliases, remove_horovod_path
+from compare.migrate.switch_routes import Differs, differing_collectives, route_switches, switch_routes
+from compare.migrate.switches import (
+    Removed,
+    horovod_only_in_switches,
+    probe_aliases,
+    remove_horovod_only_statements,
+    remove_horovod_path,
+)
 from workload.errors import UsageError
 
 PER_WORKER = 8  # files a worker process must have to pay for its start
 HELPERS_MODULE = "ddp_helpers"  # the added module's name, made unique against the repository's names
 HOROVOD_TEXT = re.compile("horovod", re.IGNORECASE)  # HorovodStrategy, MyHorovodPlugin: a file worth parsing
 HOROVOD_MODULE = re.compile(r"^horovod(\.[\w.]+)?$", re.IGNORECASE)
+BINDS_HOROVOD = re.compile(r"^\s*import\s+(?:[\w.]+\s*,\s*)*horovod\b(?![\w.]*\s+as\s)", re.MULTILINE)
 
 
 @dataclasses.dataclass
@@ -59,8 +79,10 @@ class TreeMigration:
     repository: Repository
     files: list[FileMigration]           # the files that reached Horovod, in path order
     entry: str | None
-    helpers_path: str | None = None      # the added module, relative to the root
+    helpers_path: str | None = None      # the added module, relative to the root (the first, where there are more)
     helpers_code: str | None = None
+    helpers_paths: list[str] = dataclasses.field(default_factory=list)  # each place it is written
+    launches: list[Launch] = dataclasses.field(default_factory=list)    # how the users start the tree
 
     def launch_facts(self) -> LaunchFacts:
         """How the entry point (the single script, or --entry) is launched, as the migration read it; an entry
@@ -76,8 +98,8 @@ class TreeMigration:
     def outputs(self) -> dict[str, bytes]:
         """Relative path -> new bytes, for every file that changes or is added (the rest stays as it is)."""
         out = {f.path: f.source.encode(f.migration.code) for f in self.files if f.migration.code != f.source.text}
-        if self.helpers_path and self.helpers_code:
-            out[self.helpers_path] = self.helpers_code.encode("utf-8")
+        if self.helpers_code:
+            out.update(dict.fromkeys(self.helpers_paths or [self.helpers_path], self.helpers_code.encode("utf-8")))
         return out
 
     def diff(self) -> bytes:
@@ -159,6 +181,21 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     for path, source in repository.files.items():
         if path not in parsed and providers and _reaches_horovod(source, providers):
             parsed[path] = _parse(source)
+    # A module name on a subclass's attribute, loaded by a base class elsewhere and kept on the object
+    # (`self.dist_module = import_module(self.dist_module_name)`): the base, and every reader of the attribute.
+    inherited = {name: value for module in parsed.values() for name, value in class_module_names(module).items()}
+    held: set[str] = set()
+    if inherited:
+        for path, source in repository.files.items():
+            if any(f"self.{name}" in source.text for name in inherited) and "import" in source.text:
+                module = parsed.get(path) or _parse(source)
+                if (found := held_module_attributes(module, inherited)):
+                    held |= found
+                    parsed[path] = module
+        for path, source in repository.files.items():
+            if path not in parsed and any(f"self.{name}." in source.text for name in held):
+                parsed[path] = _parse(source)
+    spent_elsewhere = set(inherited) if held else set()  # read by the base's loader alone, which goes
     if not parsed:
         raise UsageError(f"{repository.root if not repository.single_file else next(iter(repository.files))}: "
                          "no Horovod use: nothing imports or loads horovod")
@@ -168,13 +205,18 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     # What each file imports, read once: for the entry points, the switches and the re-exports.
     imports = {path: imported_modules(module, _module_name(path)) for path, module in parsed.items()}
     entries = _entry_paths(repository, parsed, imports, entry)
+    launches = launches_of(repository.root, {p: f.text for p, f in repository.files.items()}) \
+        if not repository.single_file else []
     switched = _remove_horovod_paths(repository, parsed, imports)
     if switched is not None:
-        return _tree_of_switched(repository, parsed, switched, entries, entry)
+        tree = _tree_of_switched(repository, parsed, switched, entries, entry)
+        tree.launches = launches
+        return tree
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path), repository.files[path].text,
-                                  imports[path], accessors) for path in sorted(parsed)}
-    jobs = [(path, module.code if done else repository.files[path].text, helpers_module, helper_names,
-             path in entries) for path, (module, done, _) in normalized.items()]
+                                  imports[path], accessors, inherited, held) for path in sorted(parsed)}
+    homes = helpers_homes(set(repository.files), launches, helpers_module) if helpers_module else {}
+    jobs = [(path, module.code if done else repository.files[path].text, homes[path][1] if homes else None,
+             helper_names, path in entries) for path, (module, done, _) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
     workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
     if workers > 1:
@@ -193,29 +235,61 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
                 raise UsageError(f"{repository.root / path if not repository.single_file else path}: {result}")
             # The word only: a comment, prose, or a module name a loader reads that the rewrite cannot see.
             untouched = Migration(repository.files[path].text, repository.files[path].text, [], [])
+            _without_horovod_only_statements(untouched)
+            _drop_spent_constants(untouched, spent_elsewhere)
+            switched = bool(untouched.changes)  # (before _leftovers, whose notes alone change nothing)
             untouched.flags = _leftovers(untouched)
-            if untouched.flags:
+            if untouched.flags or switched:
                 files.append(FileMigration(path, repository.files[path], untouched, [], path in entries))
             continue
         if done:
             _to_original_lines(result, repository.files[path].text, done[0].line)
         result.source = repository.files[path].text
-        _drop_spent_constants(result, normalized[path][2])
+        _drop_spent_constants(result, normalized[path][2] | spent_elsewhere)
+        _without_horovod_only_statements(result)
         result.flags += _leftovers(result)
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
         raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
-    tree = TreeMigration(repository, files, entry)
-    used = [name for name in HELPERS
-            if any(_imports_helper(f.migration.code, name, helper_names, helpers_module) for f in files)]
+    tree = TreeMigration(repository, files, entry, launches=launches)
+    importers = {f.path for f in files if homes and any(
+        _imports_helper(f.migration.code, name, helper_names, homes[f.path][1]) for name in HELPERS)}
+    used = [name for name in HELPERS if any(_imports_helper(f.migration.code, name, helper_names, homes[f.path][1])
+                                            for f in files if f.path in importers)]
     if helpers_module and used:
-        tree.helpers_path, tree.helpers_code = f"{helpers_module}.py", helpers_module_code(used, helper_names)
-    return tree
+        # One module in each place an importing file reaches (the same code in each: whichever Python finds first
+        # has every helper).
+        tree.helpers_paths = sorted({homes[path][0] for path in importers})
+        tree.helpers_path, tree.helpers_code = tree.helpers_paths[0], helpers_module_code(used, helper_names)
+        _check_reach(tree, helpers_module)
+    return _compiled_on_oldest(tree)
+
+
+def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
+    """Each launch of the migrated tree, resolved statically: an import of the helpers that resolves to nothing
+    is flagged on its file (import_reach.py)."""
+    files = {path: source.text for path, source in tree.repository.files.items()}
+    files.update({f.path: f.migration.code for f in tree.files})
+    files.update(dict.fromkeys(tree.helpers_paths, tree.helpers_code or ""))
+    by_path = {f.path: f for f in tree.files}
+    back = {f.path: map_lines(f.migration.code, f.migration.source) for f in tree.files}
+    for launch in tree.launches:
+        for unreached in unreached_helpers(launch, files, {helpers_module}):
+            migrated = by_path.get(unreached.path)
+            if migrated is None or any(flag.category == Category.HELPERS_UNREACHED
+                                       for flag in migrated.migration.flags):
+                continue
+            migrated.migration.flags.append(Flag(
+                back[unreached.path].get(unreached.line) or 0, "helpers unreached",
+                migrated.migration.code.splitlines()[unreached.line - 1].strip()[:100],
+                f"the added helpers do not resolve here when the tree is started as its users start it "
+                f"({launch.found}): {unreached.why}; move {helpers_module}.py where this file's imports reach it",
+                result_line=unreached.line))
 
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
                           imports: dict[str, dict[str, set[str]]],
-                          ) -> dict[str, tuple[cst.Module, list[Removed]]] | None:
+                          ) -> dict[str, tuple[cst.Module, list[Removed], list[Differs]]] | None:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
     probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code."""
     if not any(word in s.text for s in repository.files.values()
@@ -230,27 +304,66 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
         imported = imports[path]
         names = probe_aliases(module) | horovod_bindings(module) | {
             name for source, taken in imported.items() for name in taken & probes.get(source, set())}
-        names |= {n for source, taken in imported.items() if source.startswith("horovod") for n in taken}
+        names |= {n for source, taken in imported.items() if is_horovod_module(source) for n in taken}
         aliases[path] = names
         if not probes or not horovod_only_in_switches(module, names):
             return None
-    return {path: remove_horovod_path(module, aliases[path]) for path, module in parsed.items()}
+    # The Horovod option (and a default of horovod) now selects the DDP path; refused only where there is none.
+    routes = switch_routes(parsed)
+    switched = {}
+    for path, module in parsed.items():
+        new, removed = remove_horovod_path(module, aliases[path], refuse=not routes)
+        if routes.get(path):
+            new, placed = route_switches(new, routes[path])
+            if placed:
+                removed.append(Removed(0, "", "; ".join(route.describe() for route in routes[path]),
+                                       notes.SWITCH_ROUTED))
+        differs = differing_collectives(module, aliases[path])
+        switched[path] = (new, removed, differs)
+    return switched
 
 
 def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
-                      switched: dict[str, tuple[cst.Module, list[Removed]]], entries: set[str], entry: str | None,
-                      ) -> TreeMigration:
+                      switched: dict[str, tuple[cst.Module, list[Removed], list[Differs]]], entries: set[str],
+                      entry: str | None) -> TreeMigration:
     files = []
     for path in sorted(parsed):
-        module, removed = switched[path]
+        module, removed, differs = switched[path]
         source = repository.files[path]
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
                               launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
-        migration.flags = _leftovers(migration)
+        _without_horovod_only_statements(migration)
+        migration.flags = _leftovers(migration) + [Flag(d.line, Category.OWN_PATH_DIFFERS, d.code, d.why)
+                                                   for d in differs]
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
-    return TreeMigration(repository, files, entry)
+    return _compiled_on_oldest(TreeMigration(repository, files, entry))
+
+
+def _compiled_on_oldest(tree: TreeMigration) -> TreeMigration:
+    """The tree, once every file the migration writes compiles on the oldest Python the project supports (where
+    the original did): a file that does not is a failure of the migration, never a result."""
+    for f in tree.files:
+        if f.migration.code == f.source.text or (broken := oldest_python_error(f.migration.code)) is None:
+            continue
+        if oldest_python_error(f.source.text) is None:
+            where = f.path if not tree.repository.single_file else str(tree.repository.root / f.path)
+            raise UsageError(f"{where}: the migration failed: the result does not compile on {OLDEST_NAME} "
+                             f"(line {broken[0]} of the result: {broken[1]}); please report it")
+    return tree
+
+
+def _without_horovod_only_statements(migration: Migration) -> None:
+    """The Horovod-only optimizer calls under the switches' Horovod branches removed from the result, in any file
+    (switches.py): each a change at its original line."""
+    code, removed = remove_horovod_only_statements(migration.code)
+    if not removed:
+        return
+    back = map_lines(migration.code, migration.source)
+    migration.code = code
+    migration.changes = sorted([*migration.changes, *(Change(back.get(r.line) or 0, r.before, r.after, r.why)
+                                                       for r in removed)], key=lambda c: c.line)
 
 
 def _to_original_lines(migration: Migration, original: str, hoisted_from: int) -> None:
@@ -276,7 +389,7 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
     with the loader, where nothing else reads it."""
     # The check of the output ran before: what it said of a name a user chooses, or of a constant removed here,
     # no longer holds (the "horovod left" policy of _leftovers applies).
-    migration.flags = [f for f in migration.flags if not (f.category == "horovod left" and (
+    migration.flags = [f for f in migration.flags if not (f.category == Category.HOROVOD_LEFT and (
         f.why.startswith('"horovod":') or any(re.match(rf"\s*{re.escape(n)}\s*=", f.code) for n in spent)))]
     for name in spent:
         found = [t for t, _ in code_tokens(migration.code) if t.type == tokenize.NAME and t.string == name]
@@ -330,7 +443,30 @@ def _words(text: str, old: str, new: str) -> str:
 
 
 def _imports_helper(code: str, name: str, renamed: dict[str, str], module: str | None) -> bool:
-    return module is not None and re.search(rf"from {module} import .*\b{renamed.get(name, name)}\b", code) is not None
+    return module is not None and re.search(rf"from {re.escape(module)} import .*\b{renamed.get(name, name)}\b",
+                                            code) is not None
+
+
+def helpers_homes(paths: set[str], launches: list[Launch], module: str) -> dict[str, tuple[str, str]]:
+    """Per file: where the helpers module goes for it, and the name it imports it by. A file in a package (a
+    directory with __init__.py) imports it relatively from the package's top: it reaches that however the package
+    is reached (installed, through a symlink, from a script that extends sys.path). A script, or a module outside
+    any package, imports it by name from beside itself: its own directory is on the import path whenever it runs
+    or is imported. A file in a package that a command runs by its path (`python pkg/tool.py`) is a script."""
+    scripts = {launch.target for launch in launches if not launch.as_module and not launch.found.endswith(
+        "(a __main__ block)")}
+    homes = {}
+    for path in paths:
+        directory = PurePosixPath(path).parent
+        top = None
+        while directory.parts and f"{directory}/__init__.py" in paths:
+            top, directory = directory, directory.parent
+        own = PurePosixPath(path).parent
+        if top is None or path in scripts:
+            homes[path] = (str(own / f"{module}.py") if own.parts else f"{module}.py", module)
+        else:
+            homes[path] = (str(top / f"{module}.py"), "." * (len(own.parts) - len(top.parts) + 1) + module)
+    return homes
 
 
 def _leftovers(migration: Migration) -> list[Flag]:
@@ -341,10 +477,12 @@ def _leftovers(migration: Migration) -> list[Flag]:
     noted: set[int] = set()
     found = []
     lines = migration.code.splitlines()
+    # The name `horovod` is Horovod only where an import binds it: else a parameter, a variable of the user's.
+    imports_horovod = BINDS_HOROVOD.search(migration.code) is not None
     for token, attribute in code_tokens(migration.code):
         # A name: only where nothing was flagged (a flagged use keeps its import, and says so).
         named = token.type == tokenize.NAME and token.string.lower() == "horovod" and not attribute and \
-            not migration.flags
+            not migration.flags and imports_horovod
         if token.type == tokenize.STRING:
             try:
                 value = str(ast.literal_eval(token.string))
@@ -360,7 +498,7 @@ def _leftovers(migration: Migration) -> list[Flag]:
         line = new_to_old.get(token.start[0], 0)
         if named and line not in flagged:
             flagged.add(line)
-            found.append(Flag(line, "horovod left", lines[token.start[0] - 1].strip()[:100],
+            found.append(Flag(line, Category.HOROVOD_LEFT, lines[token.start[0] - 1].strip()[:100],
                               "Horovod is still named here after the migration (a module a loader reads, a "
                               "registry's entry, an import kept): remove it, or route it to the DDP path"))
     return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from compare.migrate.flag_category import Category
 from compare.migrate.launch_facts import LaunchFacts
 
 
@@ -23,7 +24,7 @@ class Change:
 @dataclasses.dataclass
 class Flag:
     line: int
-    category: str      # Adasum | elastic | timeline | process sets | unrecognised | multi-host | ...
+    category: Category
     code: str
     why: str
     result_line: int | None = None  # where the check of the whole output found it, in the result

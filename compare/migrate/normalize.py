@@ -16,6 +16,7 @@ Each is recorded (line, what it was) for the report.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Sequence
 
 import libcst as cst
@@ -28,11 +29,19 @@ HOROVOD_MODULES = {"horovod", "horovod.torch"}
 LOADERS = {"importlib.import_module", "import_module", "__import__"}
 
 
+class Reached(enum.StrEnum):
+    """How the file reached Horovod other than by its import (the report says "Horovod <value>")."""
+
+    LOADED_BY_NAME = "loaded by name"
+    RE_EXPORTED = "re-exported by the repository"
+    RETURNED_BY_ACCESSOR = "returned by the repository's accessor"
+
+
 @dataclasses.dataclass(frozen=True)
 class Normalized:
     line: int
     before: str
-    how: str  # "loaded by name" | "re-exported by the repository" | "returned by the repository's accessor"
+    how: Reached
 
 
 def horovod_bindings(module: cst.Module) -> set[str]:
@@ -89,13 +98,38 @@ def _strings(body: list[cst.BaseStatement] | tuple) -> dict[str, str]:
     return found
 
 
+def class_module_names(module: cst.Module) -> dict[str, str]:
+    """Class attributes of this file that name a Horovod module (`dist_module_name = "horovod.torch"` in a backend
+    subclass): a base class elsewhere may load the module from `self.<attribute>`."""
+    found = {}
+    for node in m.findall(module, m.ClassDef()):
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()  # type: ignore[union-attr]
+        found.update({name: value for name, value in _strings(body).items() if value == "horovod.torch"})
+    return found
+
+
+def held_module_attributes(module: cst.Module, named: dict[str, str]) -> set[str]:
+    """Attributes this file keeps a module on, loaded from a class attribute of `named`
+    (`self.dist_module = importlib.import_module(self.dist_module_name)`): Horovod, wherever they are read."""
+    found = set()
+    for assign in m.findall(module, m.Assign(targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self")))],
+                                             value=m.Call(args=[m.Arg(value=m.Attribute(value=m.Name("self")))]))):
+        call = assign.value  # type: ignore[union-attr]
+        if get_full_name_for_node(call.func) in LOADERS and call.args[0].value.attr.value in named:
+            found.add(assign.targets[0].target.attr.value)  # type: ignore[union-attr]
+    return found
+
+
 class Normalize(cst.CSTTransformer):
     """One file's indirect Horovod uses, written as imports of horovod.torch."""
 
     METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
 
-    def __init__(self, reexports: dict[str, set[str]], module_name: str, accessors: dict[str, set[str]]):
+    def __init__(self, reexports: dict[str, set[str]], module_name: str, accessors: dict[str, set[str]],
+                 inherited: dict[str, str] | None = None, held: set[str] | None = None):
         super().__init__()
+        self.inherited = inherited or {}    # class attribute -> the Horovod module a subclass names in it
+        self.held_anywhere = held or set()  # attributes a (base) class keeps the loaded module on
         self.reexports = reexports          # repository module -> names it binds to horovod.torch
         self.accessors = accessors          # repository module -> its functions that return horovod.torch
         self.imported: dict[str, str] = {}  # a name this file binds by an import -> what it names
@@ -161,9 +195,13 @@ class Normalize(cst.CSTTransformer):
         if isinstance(node, cst.Name) and node.value in self.constants:
             self.spent.add(node.value)
             return self.constants[node.value]
-        if isinstance(node, cst.Attribute) and self.classes and node.attr.value in self.classes[-1]:
+        if isinstance(node, cst.Attribute) and self.classes and node.attr.value in self.classes[-1] and not (
+                node.attr.value in self.inherited and self.classes[-1][node.attr.value] not in HOROVOD_MODULES):
             self.spent.add(node.attr.value)
             return self.classes[-1][node.attr.value]  # self.X, cls.X, Class.X: the enclosing class's
+        if isinstance(node, cst.Attribute) and self.classes and node.attr.value in self.inherited and \
+                m.matches(node.value, m.Name("self") | m.Name("cls")):
+            return self.inherited[node.attr.value]  # a subclass's, which a base class loads
         return None
 
     def _loaded(self, value: cst.BaseExpression) -> str | None:
@@ -186,7 +224,9 @@ class Normalize(cst.CSTTransformer):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and (loaded := self._loaded(node.value)):
             target = node.targets[0].target
             before = cst.Module([]).code_for_node(original).strip()
-            self.done.append(Normalized(self._line(original), before, "loaded by name"))
+            self.done.append(Normalized(self._line(original), before, Reached.LOADED_BY_NAME))
+            if isinstance(target, cst.Name) and (loaded, target.value) in self.module_imports:
+                return cst.RemoveFromParent()  # a base class's `self.<held> = loader(...)`: imported at the top
             if isinstance(target, cst.Name):
                 return updated.with_changes(body=[_import(loaded, target.value)])
             if isinstance(target, cst.Attribute):
@@ -196,7 +236,7 @@ class Normalize(cst.CSTTransformer):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
                 and self._accessed(node.value):
             self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original).strip(),
-                                        "returned by the repository's accessor"))
+                                        Reached.RETURNED_BY_ACCESSOR))
             if self.functions:
                 return updated.with_changes(body=[_import("horovod.torch", node.targets[0].target.value)])
             # In the module's scope (a `__main__` block): imported at the top, where the module's functions that
@@ -209,7 +249,7 @@ class Normalize(cst.CSTTransformer):
             moved = [a for a in node.names if get_full_name_for_node(a.name) in bound]
             if moved:
                 self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original).strip(),
-                                            "re-exported by the repository"))
+                                            Reached.RE_EXPORTED))
                 kept = [a for a in node.names if a not in moved]
                 imports: list[cst.BaseSmallStatement] = [
                     _import("horovod.torch", get_full_name_for_node(a.asname.name if a.asname else a.name) or "")
@@ -221,9 +261,18 @@ class Normalize(cst.CSTTransformer):
         return updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        if self.held and original.attr.value in self.held and isinstance(original.value, cst.Name) and \
-                original.value.value in ("self", "cls"):
+        if not isinstance(original.value, cst.Name) or original.value.value not in ("self", "cls"):
+            return updated
+        if self.held and original.attr.value in self.held:
             return cst.Name(self.held[original.attr.value])
+        if original.attr.value in self.held_anywhere and self.classes:
+            # kept on the object by a base class's loader: read here as the module it holds
+            name = self.held.setdefault(original.attr.value, original.attr.value)
+            if ("horovod.torch", name) not in self.module_imports:
+                self.module_imports.append(("horovod.torch", name))
+                self.done.append(Normalized(self._line(original), cst.Module([]).code_for_node(original),
+                                            Reached.LOADED_BY_NAME))
+            return cst.Name(name)
         return updated
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
@@ -246,6 +295,7 @@ def _import(module: str, name: str) -> cst.Import:
 
 def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str, source: str,
               imported: dict[str, set[str]], accessors: dict[str, set[str]] | None = None,
+              inherited: dict[str, str] | None = None, held: set[str] | None = None,
               ) -> tuple[cst.Module, list[Normalized], set[str]]:
     """The file with its indirect Horovod uses written as imports, what was so written, and the constants that
     held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them).
@@ -255,10 +305,16 @@ def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: s
     accessors = accessors or {}
     reexported = any(names & reexports.get(name, set()) for name, names in imported.items())
     accessed = any(name in accessors for name in imported) or module_name in accessors
-    if not any(loader in source for loader in ("import_module", "__import__")) and not reexported and not accessed:
+    holds = any(f".{attribute}" in source for attribute in held or ())
+    if not any(loader in source for loader in ("import_module", "__import__")) and not reexported and not accessed \
+            and not holds:
         return module, [], set()  # nothing to normalize (the common case): no second walk
+    if holds:  # an attribute this file sets itself is its own loader's business (or not a module at all)
+        assigned = {node.target.attr.value for node in m.findall(module, m.AssignTarget(  # type: ignore[union-attr]
+            target=m.Attribute(value=m.Name("self"))))}
+        held = (held or set()) - assigned
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    transform = Normalize(reexports, module_name, accessors)
+    transform = Normalize(reexports, module_name, accessors, inherited, held)
     new = wrapper.visit(transform)
     # A method whose only statement was the loader is left empty: `pass` keeps it valid.
     return new.visit(_FillEmpty()), transform.done, transform.spent

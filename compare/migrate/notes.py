@@ -13,7 +13,9 @@ MODULE_PASSED_ON = ("The Horovod module itself was handed on here (returned, pas
 IMPORT_HOROVOD = "The horovod package was only used for horovod.run, now torch.multiprocessing.spawn."
 INIT = ("init_process_group() reads torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT). No backend "
         "named: torch takes the machine's accelerator's, NCCL on GPUs (CUDA tensors alone) and Gloo on CPU. Horovod "
-        "served CPU tensors on GPU jobs too: the collective helpers added here move those to the GPU and back.")
+        "served CPU tensors on GPU jobs too: the collective helpers added here move those to the GPU and back. "
+        "Under `if not dist.is_initialized():`: hvd.init() may run twice (a wrapper's init() and a trainer's), "
+        "init_process_group() raises the second time.")
 RANK = "The global rank: the same number under torchrun as under horovodrun for the same process layout."
 SIZE = "The number of processes."
 LR_SCALING = ("Scaling by the world size (e.g. the learning rate x hvd.size()): the same factor under DDP, "
@@ -353,3 +355,11 @@ FIND_UNUSED = ("find_unused_parameters=True: the script turns requires_grad off 
                "it), where DDP leaves its .grad None and the optimizer skips it.")
 BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped in DDP (an EMA copy, a teacher), "
                          "so nothing else makes its parameters equal on every rank.")
+PROBE = ("The Horovod probe asked whether this could run as a Horovod job; now the question is whether torchrun "
+         "started it (WORLD_SIZE set, torch.distributed available): its names are bound to torch.distributed "
+         "there, and the fallback (the single-process path, `python train.py ...`) runs otherwise, as it did "
+         "where Horovod was absent. Under Horovod a plain `python train.py` ran as a job of one; here it runs "
+         "the fallback, which trains the same single process.")
+SWITCH_ROUTED = ("The Horovod option (or a default of horovod) now takes the repository's own torch.distributed path, "
+                 "right after the arguments are parsed: the README's command and the default still start a "
+                 "distributed run, launched with torchrun.")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compare.migrate.flag_category import Category
 from compare.migrate.migration import Flag
 from compare.migrate.output_ddp import check_collectives, check_models
 from compare.migrate.output_names import check_horovod_left, check_names
@@ -40,7 +41,7 @@ def check_output(original: str, migrated: str, before: Parsed | None = None, aft
     try:
         result = after or Parsed(migrated)
     except cst.ParserSyntaxError as exc:
-        return [Finding(exc.raw_line, "not Python", "", f"the result does not parse: {exc.message}")]
+        return [Finding(exc.raw_line, Category.NOT_PYTHON, "", f"the result does not parse: {exc.message}")]
     if before is None:
         try:
             before = Parsed(original)
@@ -50,7 +51,8 @@ def check_output(original: str, migrated: str, before: Parsed | None = None, aft
         findings = [*check_names(before, result), *check_horovod_left(result), *check_models(before, result),
                     *check_collectives(result)]
     except Exception as exc:  # a shape the check does not know: said, never taken for "nothing found"
-        return [Finding(0, "check failed", "", f"the check of the whole output could not run ({type(exc).__name__}: "
+        return [Finding(0, Category.CHECK_FAILED,
+                        "", f"the check of the whole output could not run ({type(exc).__name__}: "
                                                f"{exc}): review the result by hand")]
     unique = {(f.line, f.category, f.why): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.category))
@@ -68,7 +70,7 @@ def checked_flags(original: str, migrated: str, flags: list[Flag], before: Parse
     out = []
     for finding in check_output(original, migrated, before, after):
         line = back.get(finding.line) or 0
-        if finding.category == "horovod left" and flags and (line in flagged or finding.code.startswith(
+        if finding.category == Category.HOROVOD_LEFT and flags and (line in flagged or finding.code.startswith(
                 ("import horovod", "from horovod"))):
             continue
         out.append(Flag(line, finding.category, finding.code, finding.why, result_line=finding.line))

@@ -11,6 +11,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Finding, Parsed
 from compare.migrate.syntax import dotted_name
 
@@ -88,7 +89,8 @@ def _unused_parameters(result: Parsed, model: str, calls: list[cst.Call]) -> lis
     if not samples_sub_networks(result, model) or any(
             a.keyword is not None and a.keyword.value == "find_unused_parameters" for c in calls for a in c.args):
         return []
-    return [result.finding(calls[0], "unused parameters", f"`{model}`'s forward draws at random which parts run, "
+    return [result.finding(calls[0], Category.UNUSED_PARAMETERS,
+                           f"`{model}`'s forward draws at random which parts run, "
                            "so some parameters get no gradient in a step, which DDP waits for (an error at the next "
                            "step): give DDP find_unused_parameters=True")]
 
@@ -142,7 +144,7 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
     averaged = _averaged_at_step(result)
     for model, call in _optimizer_models(result):
         if not _covered(model, wrapped) and not _optimizer_averaged(result, call, averaged):
-            findings.append(result.finding(call, "model not wrapped", f"`{model}` is trained by this optimizer "
+            findings.append(result.finding(call, Category.MODEL_NOT_WRAPPED, f"`{model}` is trained by this optimizer "
                                            "but never wrapped in DDP: each rank would train its own copy (wrap it "
                                            "as the other model is, or average its gradients by hand)"))
     for model, calls in wraps.items():
@@ -173,7 +175,8 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
             continue
         if result.line(call) <= wrap_line and not _in_function(result, call):
             continue
-        findings.append(result.finding(call, "bypasses DDP", f"`{receiver}.{method}(...)` trains the wrapped model "
+        findings.append(result.finding(call, Category.BYPASSES_DDP,
+                                       f"`{receiver}.{method}(...)` trains the wrapped model "
                                        "without DDP's forward, so its gradients are never averaged"
                                        + ("" if through_module else " (and the DDP wrapper has no such method)")
                                        + ": call the model itself, or move this into forward"))
@@ -182,14 +185,15 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
         if node.attr.value in MODULE_ATTRIBUTES or (isinstance(parent, cst.Call) and parent.func is node) \
                 or (result.line(node) <= wrap_line and not _in_function(result, node)):  # type: ignore[attr-defined]
             continue
-        findings.append(result.finding(node, "bypasses DDP", f"`{model}.{node.attr.value}`: the DDP wrapper has no "  # type: ignore[attr-defined]
+        findings.append(result.finding(node, Category.BYPASSES_DDP,
+                                       f"`{model}.{node.attr.value}`: the DDP wrapper has no "  # type: ignore[attr-defined]
                                        f"such attribute (it raises): `{model}.module.{node.attr.value}` reaches the "  # type: ignore[attr-defined]
                                        "model, and what is trained through it must go through forward"))
     return findings
 
 
 def _amp_after(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
-    return [result.finding(call, "DDP before amp", f"apex's amp.initialize after `{model}` is wrapped in DDP "
+    return [result.finding(call, Category.DDP_BEFORE_AMP, f"apex's amp.initialize after `{model}` is wrapped in DDP "
                            "(line " + str(wrap_line) + "): it raises; wrap the model after amp.initialize")
             for call in result.findall(m.Call(func=m.Attribute(attr=m.Name("initialize"))))
             if _name(call.func).endswith("amp.initialize") and result.line(call) > wrap_line  # type: ignore[attr-defined]
@@ -218,7 +222,8 @@ def _module_off_the_wrap(result: Parsed, model: str, calls: list[cst.Call]) -> l
             continue
         if any(result.module.code_for_node(i.test) in tests for i in _conditions(result, node)):
             continue
-        findings.append(result.finding(node, "module off the wrap", f"`{model}.module`, but `{model}` is wrapped "
+        findings.append(result.finding(node, Category.MODULE_OFF_THE_WRAP,
+                                       f"`{model}.module`, but `{model}` is wrapped "
                                        "in DDP only under a condition this line is not under: it fails where the "
                                        "model is not wrapped"))
     return findings
@@ -262,7 +267,7 @@ def check_collectives(result: Parsed) -> list[Finding]:
             other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
             if other is not None and _calls(result, guard.body, functions) == _calls(result, other, functions):
                 continue  # every rank makes the same calls, one branch or the other
-            findings.append(result.finding(call, "rank-only collective", f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
+            findings.append(result.finding(call, Category.RANK_ONLY_COLLECTIVE, f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
                                            f"`if {test}:` only: the other ranks never reach it, and the job hangs "
                                            "(make it on every rank, outside the condition)"))
             break
@@ -309,7 +314,8 @@ def _cpu_on_nccl(result: Parsed, functions: set[str]) -> list[Finding]:
             scope_node = result.parents[scope_node]
         tensors = [a.value for a in call.args[:2]]  # type: ignore[attr-defined]
         if any(_made_on_cpu(t, result, scope_node) for t in tensors):
-            findings.append(result.finding(call, "CPU tensor on NCCL", f"`{name}(...)` of a tensor made on the CPU, "
+            findings.append(result.finding(call, Category.CPU_TENSOR_ON_NCCL,
+                                           f"`{name}(...)` of a tensor made on the CPU, "
                                            "but the script asks for NCCL, which serves CUDA tensors only: move it "
                                            "to the GPU first"))
     return findings

@@ -9,6 +9,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import Assignment, BaseAssignment
 
+from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Finding, Parsed, scope_key
 
 MODULE_NAMES = {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -71,17 +72,17 @@ def check_names(original: Parsed, result: Parsed) -> list[Finding]:
         if not targets:
             if key in before and not before[key]:
                 continue  # unbound in the original too: not the migration's doing
-            findings.append(result.finding(where, "unbound name", f"`{name}` is read here (scope "
+            findings.append(result.finding(where, Category.UNBOUND_NAME, f"`{name}` is read here (scope "
                                            f"{scope or 'module'}) but nothing binds it"))
         elif key in before and before[key] and targets != before[key]:
-            findings.append(result.finding(where, "shadowed name", f"`{name}` here now resolves to another "
+            findings.append(result.finding(where, Category.SHADOWED_NAME, f"`{name}` here now resolves to another "
                                            "binding than in the original (an added import or helper, or a "
                                            "name of the script's over it)"))
     defs_before, defs_after = _definitions(original), _definitions(result)
     bound_before = {(scope_key(s), a.name) for s in original.all_scopes() for a in s.assignments}
     for key, count in defs_after.items():
         if count > defs_before.get(key, 0) and (count > 1 or (key in bound_before and key not in defs_before)):
-            findings.append(result.finding(_first_binding(result, key), "shadowed name",
+            findings.append(result.finding(_first_binding(result, key), Category.SHADOWED_NAME,
                                            f"`{key[1]}` is bound by an added import or def where the script "
                                            "already binds it"))
     reads_before, reads_after = _read_counts(original), _read_counts(result)
@@ -92,7 +93,7 @@ def check_names(original: Parsed, result: Parsed) -> list[Finding]:
             key = (scope_key(scope), name)
             if key[0] and any(a.name == name for a in scope.assignments) and key not in defs_after \
                     and reads_after.get(key, 0) > reads_before.get(key, 0):
-                findings.append(result.finding(_first_binding(result, key), "shadowed name",
+                findings.append(result.finding(_first_binding(result, key), Category.SHADOWED_NAME,
                                                f"`{name}` (added for the whole module) is bound here by the "
                                                f"script's own code too, which hides the added one in "
                                                f"{key[0].lstrip('/')}"))
@@ -133,10 +134,10 @@ def check_horovod_left(result: Parsed) -> list[Finding]:
                  if isinstance(node, cst.Import) else
                  [cst.helpers.get_full_name_for_node(node.module) or ""] if node.module else [])  # type: ignore[union-attr]
         if any(n == "horovod" or n.startswith("horovod.") for n in names):
-            findings.append(result.finding(node, "horovod left", "Horovod is still imported here"))
+            findings.append(result.finding(node, Category.HOROVOD_LEFT, "Horovod is still imported here"))
     for string in result.findall(m.SimpleString()):
         value = string.evaluated_value  # type: ignore[union-attr]
         if isinstance(value, str) and HOROVOD_STRING.fullmatch(value):
             what = "a variable only horovodrun sets" if value.startswith("HOROVOD_") else "a Horovod module name"
-            findings.append(result.finding(string, "horovod left", f'"{value}": {what}'))
+            findings.append(result.finding(string, Category.HOROVOD_LEFT, f'"{value}": {what}'))
     return findings

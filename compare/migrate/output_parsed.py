@@ -12,13 +12,14 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, Scope, ScopeProvider
 
+from compare.migrate.flag_category import Category
 from compare.migrate.syntax import NoAttributeHooks, shortened
 
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
     line: int       # in the migrated source (0: the file as a whole)
-    category: str
+    category: Category
     code: str       # the result's line, shortened
     why: str
 
@@ -91,7 +92,7 @@ class Parsed:
                 ) -> list[cst.CSTNode]:
         return self.index.findall(matcher, within)
 
-    def finding(self, node: cst.CSTNode | int, category: str, why: str) -> Finding:
+    def finding(self, node: cst.CSTNode | int, category: Category, why: str) -> Finding:
         line = node if isinstance(node, int) else self.line(node)
         return Finding(line, category, self.code(line), why)
 

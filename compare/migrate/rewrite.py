@@ -18,10 +18,12 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_to_ddp import HorovodToDDP
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.launch_facts import launch_facts
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.oldest_python import with_free_quotes
 from compare.migrate.output_check import checked_flags
 from compare.migrate.output_parsed import NodeIndex, Parsed
 from compare.migrate.passed_on import module_passed_on
@@ -75,7 +77,8 @@ def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | 
         return module
     context = CodemodContext()
     for module_name, obj, asname in sorted(imports, key=lambda i: (i[1] is not None, i)):
-        AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
+        relative = len(module_name) - len(module_name.lstrip("."))  # the helpers, from a package's top
+        AddImportsVisitor.add_needed_import(context, module_name.lstrip("."), obj, asname, relative)
     body = list(module.body)
     after = 1
     while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
@@ -121,17 +124,18 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     uses.flag_elastic_commits()
     passed_on = module_passed_on(original, uses.hvd)
     transformer = transformer_for(False)
-    new = _with_imports(original.module.visit(transformer), transformer.imports)
+    new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
     # The result read once, for the question below and for the check (the imports added name no Horovod).
     result = _parsed_result(new.code) if check else None
-    if _remaining_hvd(result.index if result else NodeIndex(new), uses.hvd | uses.horovod):
+    # A probe's name now bound to torch.distributed (to_ddp_probes.py) names no Horovod.
+    if _remaining_hvd(result.index if result else NodeIndex(new), (uses.hvd | uses.horovod) - transformer.probe_bound):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
         transformer = transformer_for(True)
-        new = _with_imports(original.module.visit(transformer), transformer.imports)
+        new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
         result = _parsed_result(new.code) if check else None
-        if all(flag.category in ("Adasum", "multi-host") for flag in uses.flags):
+        if all(flag.category in (Category.ADASUM, Category.MULTI_HOST) for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
-            uses.flags.append(Flag(line, "unrecognised", uses.code(uses.statement_of(_bare_use(uses, line)))
+            uses.flags.append(Flag(line, Category.UNRECOGNISED, uses.code(uses.statement_of(_bare_use(uses, line)))
                                    if line else "", "a Horovod use remains that was not recognised (the module "
                                    "itself returned or passed on: its import is kept)" if line else
                                    "a Horovod use remains that was not recognised"))
@@ -140,7 +144,10 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
     # the module's `dist`, with the same module (compare/migrate/passed_on.py).
     renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
-    flags = [f for f in flags if not (f.category == "shadowed name" and f.line in renamed and "`dist`" in f.why)]
+    flags = [f for f in flags if not (f.category == Category.SHADOWED_NAME and f.line in renamed and "`dist`" in f.why)]
+    # A probe's name bound to torch.distributed where it was bound to Horovod: the same question, answered anew.
+    flags = [f for f in flags if not (f.category == Category.SHADOWED_NAME and any(
+        f.why.startswith(f"`{name}` ") for name in transformer.probe_bound))]
     return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
                      checked=check, launch=launch_facts(original),
                      has_sync_batchnorm=uses.has_sync_batchnorm,

@@ -21,6 +21,8 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.horovod_api import is_horovod_module
+
 REFUSAL = ("--horovod: this code was migrated from Horovod to torch.distributed (compare migrate); launch it with "
            "torchrun and its torch.distributed option instead")
 
@@ -45,7 +47,7 @@ def is_switch(test: cst.BaseExpression) -> bool:
     return any("horovod" in word for word in words)
 
 
-def _probe_aliases(statement: cst.CSTNode) -> set[str] | None:
+def probe_aliases_of(statement: cst.CSTNode) -> set[str] | None:
     """The names a `try: import horovod... except ImportError:` binds to Horovod, else None."""
     if not isinstance(statement, cst.Try) or not statement.handlers:
         return None
@@ -55,9 +57,9 @@ def _probe_aliases(statement: cst.CSTNode) -> set[str] | None:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = get_full_name_for_node(alias.name) or ""
-                if name.startswith("horovod"):
+                if is_horovod_module(name):
                     bound.add(get_full_name_for_node(alias.asname.name) if alias.asname else name.split(".")[0])  # type: ignore[arg-type]
-        elif (get_full_name_for_node(node.module) or "").startswith("horovod") and isinstance(node.names,
+        elif not node.relative and is_horovod_module(get_full_name_for_node(node.module)) and isinstance(node.names,
                                                                                                 (list, tuple)):
             bound |= {get_full_name_for_node(a.asname.name if a.asname else a.name) or "" for a in node.names}
     caught = {get_full_name_for_node(h.type) for h in statement.handlers if h.type is not None}
@@ -72,7 +74,7 @@ def horovod_only_in_switches(module: cst.Module, aliases: set[str]) -> bool:
             self.outside = False
 
         def visit_Try(self, node: cst.Try) -> bool:
-            return _probe_aliases(node) is None
+            return probe_aliases_of(node) is None
 
         def visit_If(self, node: cst.If) -> bool | None:
             if is_switch(node.test):
@@ -100,9 +102,10 @@ def horovod_only_in_switches(module: cst.Module, aliases: set[str]) -> bool:
 class RemoveHorovodPath(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
 
-    def __init__(self, aliases: set[str]):
+    def __init__(self, aliases: set[str], refuse: bool = True):
         super().__init__()
         self.aliases = aliases
+        self.refuse = refuse  # False where the Horovod option is routed to the DDP path (switch_routes.py)
         self.removed: list[Removed] = []
 
     def _line(self, node: cst.CSTNode) -> int:
@@ -112,7 +115,7 @@ class RemoveHorovodPath(cst.CSTTransformer):
         return cst.Module([]).code_for_node(node).strip().split("\n")[0][:100]
 
     def leave_Try(self, original: cst.Try, updated: cst.Try) -> cst.BaseStatement | cst.FlattenSentinel:
-        if _probe_aliases(original) is None:
+        if probe_aliases_of(original) is None:
             return updated
         handler = updated.handlers[0]
         self.removed.append(Removed(self._line(original), self._code(original), "(its except block)",
@@ -135,7 +138,7 @@ class RemoveHorovodPath(cst.CSTTransformer):
             return updated
         initialised = any(m.findall(s, m.Call(func=m.Attribute(attr=m.Name("init")))) for s in original.body.body)
         line = self._line(original)
-        if initialised and not any(m.findall(s, m.Raise()) for s in kept):
+        if initialised and self.refuse and not any(m.findall(s, m.Raise()) for s in kept):
             kept.append(cst.parse_statement(f"raise SystemExit({REFUSAL!r})"))
             self.removed.append(Removed(line, self._code(original), f"raise SystemExit({REFUSAL[:40]}...)",
                                         "The Horovod switch is refused with a clear message: the repository's "
@@ -169,9 +172,89 @@ class RemoveHorovodPath(cst.CSTTransformer):
         return updated.with_changes(names=kept)
 
 
-def remove_horovod_path(module: cst.Module, aliases: set[str]) -> tuple[cst.Module, list[Removed]]:
+class HorovodOnlyStatements(cst.CSTTransformer):
+    """Inside the Horovod branch of a switch (`if args.horovod:`; the `else` of `if not args.horovod:`), what only
+    Horovod's DistributedOptimizer has: `optimizer.synchronize()` goes, `with optimizer.skip_synchronize():` gives
+    way to its body. In any file: one that never imports Horovod holds them too (a trainer the switch reaches), and
+    there they would be dead, or an AttributeError on the plain optimizer."""
+
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.branches: set[int] = set()  # the Horovod branches' blocks (ids of the original nodes)
+        self.inside = 0  # how many of them the walk is in
+        self.removed: list[Removed] = []
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(cst.metadata.PositionProvider, node).start.line
+
+    def visit_If(self, node: cst.If) -> None:
+        if is_switch(node.test):
+            negated = m.matches(node.test, m.UnaryOperation(operator=m.Not()))
+            if not negated:
+                self.branches.add(id(node.body))
+            elif isinstance(node.orelse, cst.Else):
+                self.branches.add(id(node.orelse.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.inside += id(node) in self.branches
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        self.inside -= id(original) in self.branches
+        return updated
+
+    def leave_If(self, original: cst.If, updated: cst.If) -> cst.BaseStatement | cst.RemovalSentinel:
+        if id(original.body) not in self.branches and not (
+                isinstance(original.orelse, cst.Else) and id(original.orelse.body) in self.branches):
+            return updated
+        empty_body = isinstance(updated.body, cst.IndentedBlock) and not updated.body.body
+        if empty_body and updated.orelse is None:
+            return cst.RemoveFromParent()
+        if empty_body:
+            return updated.with_changes(body=updated.body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
+        if isinstance(updated.orelse, cst.Else) and isinstance(updated.orelse.body, cst.IndentedBlock) and \
+                not updated.orelse.body.body:
+            return updated.with_changes(orelse=None)
+        return updated
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
+                                  ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if self.inside and len(original.body) == 1 and m.matches(original.body[0], m.Expr(value=m.Call(
+                func=m.Attribute(attr=m.Name("synchronize")), args=[]))):
+            self.removed.append(Removed(self._line(original), cst.Module([]).code_for_node(original).strip(), "",
+                                        "Only Horovod's DistributedOptimizer has synchronize(): under DDP the "
+                                        "gradients are averaged in backward(), and the plain optimizer has none."))
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_With(self, original: cst.With, updated: cst.With) -> cst.BaseStatement | cst.FlattenSentinel:
+        if self.inside and len(original.items) == 1 and m.matches(original.items[0].item, m.Call(
+                func=m.Attribute(attr=m.Name("skip_synchronize")))) and isinstance(updated.body, cst.IndentedBlock):
+            self.removed.append(Removed(self._line(original), cst.Module([]).code_for_node(original).strip()
+                                        .split("\n")[0], "(its body, one level out)",
+                                        "Only Horovod's DistributedOptimizer has skip_synchronize(): there is no "
+                                        "separate synchronize() to skip under DDP."))
+            body = list(updated.body.body)
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+            return cst.FlattenSentinel(body)
+        return updated
+
+
+def remove_horovod_only_statements(code: str) -> tuple[str, list[Removed]]:
+    """`code` without the Horovod-only optimizer calls its switches' Horovod branches make (lines of `code`)."""
+    if "synchronize" not in code:
+        return code, []
+    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
+    transform = HorovodOnlyStatements()
+    new = wrapper.visit(transform)
+    return new.code, transform.removed
+
+
+def remove_horovod_path(module: cst.Module, aliases: set[str], *, refuse: bool = True,
+                        ) -> tuple[cst.Module, list[Removed]]:
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    transform = RemoveHorovodPath(aliases)
+    transform = RemoveHorovodPath(aliases, refuse)
     new = wrapper.visit(transform)
     return new, transform.removed
 
@@ -180,5 +263,5 @@ def probe_aliases(module: cst.Module) -> set[str]:
     """The names the module's probes bind to Horovod."""
     found: set[str] = set()
     for statement in m.findall(module, m.Try()):
-        found |= _probe_aliases(statement) or set()
+        found |= probe_aliases_of(statement) or set()
     return found

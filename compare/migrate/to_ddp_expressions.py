@@ -7,7 +7,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
-from compare.migrate.horovod_api import LIGHTNING_CALLS, NEEDS_OS, REDUCE_OPS, REDUCTIONS, SIMPLE_CALLS
+from compare.migrate.horovod_api import INIT_GUARD, LIGHTNING_CALLS, NEEDS_OS, REDUCE_OPS, REDUCTIONS, SIMPLE_CALLS
 from compare.migrate.migration import Change
 from compare.migrate.syntax import argument, dotted_name, parse_expr, shortened
 from compare.migrate.to_ddp_base import RewriteBase
@@ -50,7 +50,10 @@ class ExpressionRewrites(RewriteBase):
             self.note(original, code, note)
             return parse_expr(code)
         if name == "init":
-            self.note(original, "dist.init_process_group()", notes.INIT)
+            # A statement of its own becomes `if not dist.is_initialized(): ...` (to_ddp_statements.py).
+            whole = self.uses.is_init_statement(original)
+            self.note(original, f"{INIT_GUARD} dist.init_process_group()" if whole else "dist.init_process_group()",
+                      notes.INIT)
             return parse_expr("dist.init_process_group()")
         if name == "SyncBatchNorm":
             self.need("torch")

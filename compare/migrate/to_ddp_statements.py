@@ -10,6 +10,7 @@ from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import helper_code
+from compare.migrate.horovod_api import INIT_GUARD
 from compare.migrate.migration import Change
 from compare.migrate.output_ddp import samples_sub_networks
 from compare.migrate.repository import tokenize_names, unique_name
@@ -68,6 +69,9 @@ class StatementRewrites(RewriteBase):
         if name == "join" and id(original) in {id(s) for s in uses.join_loops.values()}:
             self.note(original, "", notes.JOIN_REMOVED)
             return []
+        if name == "init" and self.uses.is_init_statement(call):  # type: ignore[arg-type]
+            guard = parse_stmt(f"{INIT_GUARD}\n    pass\n")
+            return [guard.with_changes(body=cst.IndentedBlock([updated.with_changes(leading_lines=[])]))]
         if name == "shutdown":
             self.note(original, "dist.barrier(); dist.destroy_process_group()", notes.SHUTDOWN)
             return [parse_stmt("dist.barrier()"), parse_stmt("dist.destroy_process_group()")]

@@ -67,7 +67,8 @@ def render_tree(tree: TreeMigration, source_name: str, output_name: str, *, scri
         how = "Verify it: this runs"
     lines += ["## Check it", "",
               f"{how} the original's entry point under horovodrun and the migrated one under torchrun (np 2, CPU), "
-              "each with its own tree on PYTHONPATH, and compares rank 0's losses with `python -m compare check`:",
+              "each started as its users start it (as its README's command does, nothing added to PYTHONPATH), and "
+              "compares rank 0's losses with `python -m compare check`:",
               "", "```bash", " ".join(word if word == "&&" else shlex.quote(word) for word in command), "```", ""]
     if not script_args:
         lines += [arguments_line(entry, entry_options(tree, entry)), ""]

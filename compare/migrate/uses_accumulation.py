@@ -9,6 +9,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import keyword_args
 from compare.migrate.uses_base import UsesBase
@@ -52,7 +53,7 @@ class AccumulationUses(UsesBase):
                 plan = self.inner_loops.get(id(loop)) or self._plan_inner_loop(loop)
                 self.accumulate[id(stmt)] = (plan.condition, notes.INNER_ACCUMULATION)
             else:
-                self.flag(stmt, "unrecognised", "backward_passes_per_step: no `if ...: optimizer.step()` after "
+                self.flag(stmt, Category.UNRECOGNISED, "backward_passes_per_step: no `if ...: optimizer.step()` after "
                                                 "this backward(), and no optimizer.step() after an inner `for` "
                                                 "loop around it; put it in `with model.no_sync():` on the "
                                                 "passes that do not step")

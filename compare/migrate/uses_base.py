@@ -7,7 +7,9 @@ class each, composed by HorovodUses: each keeps its own records, and all read th
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
+from compare.migrate.flag_category import Category
 from compare.migrate.migration import Flag
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import NoAttributeHooks, dotted_name, shortened
@@ -60,6 +62,14 @@ class UsesBase(NoAttributeHooks, cst.CSTVisitor):
             node = self.parents[node]
         return node
 
+    def is_init_statement(self, call: cst.Call) -> bool:
+        """`hvd.init()` alone on its line, outside Lightning (which makes the group itself): it becomes
+        `if not dist.is_initialized(): dist.init_process_group()`."""
+        statement = self.statement_of(call)
+        return not self.lightning and not call.args and isinstance(statement, cst.SimpleStatementLine) and \
+            len(statement.body) == 1 and m.matches(statement.body[0], m.Expr(value=m.Call())) and \
+            statement.body[0].value is call  # type: ignore[attr-defined]
+
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The function a node is in (None at module level)."""
         while not isinstance(node, (cst.FunctionDef, cst.Module)):
@@ -74,7 +84,7 @@ class UsesBase(NoAttributeHooks, cst.CSTVisitor):
                 return name[len(alias) + 1:]
         return None
 
-    def flag(self, node: cst.CSTNode, category: str, why: str) -> None:
+    def flag(self, node: cst.CSTNode, category: Category, why: str) -> None:
         line = self.line(node)
         if not any(f.line == line and f.category == category for f in self.flags):
             self.flags.append(Flag(line, category, self.code(self.statement_of(node)), why))

@@ -11,6 +11,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import LIGHTNING_HOROVOD_CLASSES
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.syntax import dotted_name, elements_of, is_horovod_string
@@ -83,7 +84,7 @@ class LightningUses(UsesBase):
         if any(self.is_horovod_class(base.value) or dotted_name(base.value) in self.horovod_subclasses
                for base in node.bases):
             self.horovod_subclasses.add(node.name.value)
-            self.flag(node, "Lightning", notes.LIGHTNING_SUBCLASS)
+            self.flag(node, Category.LIGHTNING, notes.LIGHTNING_SUBCLASS)
 
     def _horovod_value(self, value: cst.BaseExpression) -> bool:
         """'horovod', HorovodStrategy() or HorovodPlugin() (Lightning's, with or without arguments)."""
@@ -124,7 +125,7 @@ class LightningUses(UsesBase):
         if not horovod_args:
             if self._mentions_horovod(call):
                 self.lightning = True
-                self.flag(call, "Lightning", notes.LIGHTNING_UNTRANSLATABLE)
+                self.flag(call, Category.LIGHTNING, notes.LIGHTNING_UNTRANSLATABLE)
             return
         self.lightning = True
         values = [e.value for arg in horovod_args for e in (elements_of(arg.value) or [cst.Element(arg.value)])
@@ -134,7 +135,7 @@ class LightningUses(UsesBase):
         rest_plugins = [e for a in horovod_args for i, e in enumerate(elements_of(a.value) or [])
                         if i in plugins_kept.get(id(a), [])]
         if with_arguments or any(self._mentions_horovod(node) for node in [*rest, *rest_plugins]):
-            self.flag(call, "Lightning", notes.LIGHTNING_UNTRANSLATABLE)
+            self.flag(call, Category.LIGHTNING, notes.LIGHTNING_UNTRANSLATABLE)
             return
         for value in values:
             self.consumed.add(id(value.func if isinstance(value, cst.Call) else value))
@@ -169,10 +170,10 @@ class LightningUses(UsesBase):
             return
         for _, ref in self.horovod_class_refs:
             if id(ref) not in self.consumed:
-                self.flag(ref, "Lightning", notes.LIGHTNING_HOROVOD_CLASS)
+                self.flag(ref, Category.LIGHTNING, notes.LIGHTNING_HOROVOD_CLASS)
         for string in self.horovod_strings:
             if id(string) not in self.consumed:
-                self.flag(string, "Lightning", notes.LIGHTNING_HOROVOD_STRING)
+                self.flag(string, Category.LIGHTNING, notes.LIGHTNING_HOROVOD_STRING)
         left = {name for name, ref in self.horovod_class_refs if id(ref) not in self.consumed}
         if left or any(id(string) not in self.consumed for string in self.horovod_strings):
             self.lightning = True  # Horovod drives Lightning somewhere this tool cannot follow (flagged)
@@ -183,9 +184,9 @@ class LightningUses(UsesBase):
         for call in self.init_calls:
             if self.statement_of(call) is not self.init_stmt or not m.matches(self.init_stmt, m.SimpleStatementLine(
                     body=[m.Expr(value=m.Call())])):
-                self.flag(call, "Lightning", "hvd.init() other than as a statement of its own in a Lightning "
+                self.flag(call, Category.LIGHTNING, "hvd.init() other than as a statement of its own in a Lightning "
                                              "script: remove it by hand (Lightning makes the process group)")
         wrapping = [c for c in m.findall(self.module, m.Call()) if self.hvd_name(c.func) in (
             "DistributedOptimizer", "broadcast_parameters", "broadcast_optimizer_state", "join")]
         for call in wrapping:
-            self.flag(call, "Lightning", notes.LIGHTNING_WRAPS)
+            self.flag(call, Category.LIGHTNING, notes.LIGHTNING_WRAPS)

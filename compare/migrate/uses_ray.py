@@ -16,6 +16,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate import notes
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import (
     HOROVOD_ENVIRONMENT,
     RAY_EXECUTOR_ARGS,
@@ -112,26 +113,27 @@ class RayUses(UsesBase):
             if full.endswith(".create_settings") or short == "HorovodConfig":
                 continue  # planned with the executor / trainer that takes it
             if short == "ElasticRayExecutor":
-                self.flag(call, "elastic", notes.RAY_ELASTIC)
+                self.flag(call, Category.ELASTIC, notes.RAY_ELASTIC)
             elif short == "RayExecutor":
                 self._plan_executor(call)
             elif short == "HorovodTrainer":
                 self._plan_trainer_call(call)
             else:
-                self.flag(call, "Ray", f"{full} has no migration here: rewrite it with Ray Train's TorchTrainer")
+                self.flag(call, Category.RAY, f"{full} has no migration here: rewrite it with Ray Train's TorchTrainer")
         self._flag_leftovers()
         for flag in self.flags:
             if flag.category == "elastic":
                 flag.why = notes.RAY_ELASTIC  # the way out under Ray, not torchrun's
-        if any(flag.category == "elastic" for flag in self.flags):
+        if any(flag.category == Category.ELASTIC for flag in self.flags):
             for call in self.commit_calls:  # before flag_elastic_commits, which would give torchrun's note
-                self.flag(call, "elastic", notes.RAY_ELASTIC)
+                self.flag(call, Category.ELASTIC, notes.RAY_ELASTIC)
         for string in self.horovod_environment:
-            self.flag(string, "Ray", notes.RAY_HOROVOD_ENVIRONMENT)
+            self.flag(string, Category.RAY, notes.RAY_HOROVOD_ENVIRONMENT)
         for call in self.init_calls:
             if self.statement_of(call) is not self.init_stmt or not m.matches(self.init_stmt, m.SimpleStatementLine(
                     body=[m.Expr(value=m.Call())])):
-                self.flag(call, "Ray", "hvd.init() other than as a statement of its own in a Ray script: remove it "
+                self.flag(call, Category.RAY,
+                          "hvd.init() other than as a statement of its own in a Ray script: remove it "
                                        "by hand (Ray Train makes the process group)")
 
     def _scope(self, node: cst.CSTNode) -> cst.CSTNode:
@@ -144,7 +146,7 @@ class RayUses(UsesBase):
         assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is call
                 and dotted_name(assign.targets[0].target)):
-            self.flag(call, "Ray", notes.RAY_EXECUTOR_SHAPE)
+            self.flag(call, Category.RAY, notes.RAY_EXECUTOR_SHAPE)
             return
         name = dotted_name(assign.targets[0].target) or ""
         given = self._executor_arguments(call)
@@ -158,7 +160,7 @@ class RayUses(UsesBase):
             attr = method.func.attr.value  # type: ignore[attr-defined]
             own_statement = m.matches(self.statement_of(method), m.SimpleStatementLine(body=[m.Expr(value=m.Call())]))
             if self._scope(method) is not scope or self.line(method) < self.line(call):
-                self.flag(method, "Ray", notes.RAY_EXECUTOR_SCOPE)
+                self.flag(method, Category.RAY, notes.RAY_EXECUTOR_SCOPE)
                 problems = True
             elif attr in ("start", "shutdown") and own_statement and not method.args:
                 plan.removed[id(self.statement_of(method))] = notes.RAY_START if attr == "start" else \
@@ -167,7 +169,7 @@ class RayUses(UsesBase):
                 plan.runs[id(method)] = self._trainer_code(method, given)
                 self._plan_results(method, plan)
             else:
-                self.flag(method, "Ray", notes.RAY_EXECUTOR_METHOD)
+                self.flag(method, Category.RAY, notes.RAY_EXECUTOR_METHOD)
                 problems = True
         settings = argument(call, 0, "settings")
         settings_stmt = self._settings_statement(settings, scope)
@@ -182,21 +184,21 @@ class RayUses(UsesBase):
         given: dict[str, str] = {}
         positional = [a for a in call.args if a.keyword is None]
         if any(a.star for a in call.args) or len(positional) > len(RAY_EXECUTOR_ARGS):
-            self.flag(call, "Ray", notes.RAY_EXECUTOR_SHAPE)
+            self.flag(call, Category.RAY, notes.RAY_EXECUTOR_SHAPE)
             return None
         for index, arg in enumerate(call.args):
             key = arg.keyword.value if arg.keyword else RAY_EXECUTOR_ARGS[index]
             given[key] = self.module.code_for_node(arg.value)
         elastic = [key for key in given if key in RAY_EXECUTOR_ELASTIC]
         if elastic:
-            self.flag(call, "elastic", notes.RAY_ELASTIC)
+            self.flag(call, Category.ELASTIC, notes.RAY_ELASTIC)
             return None
         if "num_hosts" in given or "num_workers_per_host" in given:
-            self.flag(call, "multi-host", notes.RAY_NUM_HOSTS)
+            self.flag(call, Category.MULTI_HOST, notes.RAY_NUM_HOSTS)
             return None
         unknown = [key for key in given if key not in RAY_EXECUTOR_ARGS]
         if unknown or "num_workers" not in given:
-            self.flag(call, "Ray", f"RayExecutor({', '.join(unknown) or 'without num_workers'}): give "
+            self.flag(call, Category.RAY, f"RayExecutor({', '.join(unknown) or 'without num_workers'}): give "
                                    "TorchTrainer's ScalingConfig(num_workers=...) by hand")
             return None
         return given
@@ -267,23 +269,24 @@ class RayUses(UsesBase):
                 (self.ray_name(config.value.func) or "").endswith("HorovodConfig"):  # type: ignore[attr-defined]
             dropped = [self.module.code_for_node(a).rstrip(", ") for a in config.value.args]  # type: ignore[attr-defined]
         elif config is not None:
-            self.flag(call, "Ray", notes.RAY_HOROVOD_CONFIG_VALUE)
+            self.flag(call, Category.RAY, notes.RAY_HOROVOD_CONFIG_VALUE)
             return
         if any(a.star for a in call.args) or set(keywords) - RAY_TRAINER_KEYWORDS:
-            self.flag(call, "Ray", notes.RAY_TRAINER_UNKNOWN)
+            self.flag(call, Category.RAY, notes.RAY_TRAINER_UNKNOWN)
             return
         self.ray_trainers[id(call)] = RayTrainerPlan(id(config) if config is not None else None, dropped)
 
     def _flag_leftovers(self) -> None:
         """A front-end call that is not rewritten stays, and so does its import, so that its name resolves."""
         removed = {i for plan in self.executors for i in plan.removed}
-        flagged = any(f.category in ("Ray", "elastic", "multi-host") for f in self.flags)
+        flagged = any(f.category in (Category.RAY, Category.ELASTIC, Category.MULTI_HOST) for f in self.flags)
         for call in self.ray_calls:
             if id(call) in self.ray_trainers or id(self.statement_of(call)) in removed or self._inside_trainer(call):
                 continue
             self.ray_imports_kept = True
             if not flagged:  # (the executor or trainer it configures is flagged already, else this)
-                self.flag(call, "Ray", f"{self.ray_name(call.func)} outside the executor or trainer it configures: "
+                self.flag(call, Category.RAY,
+                          f"{self.ray_name(call.func)} outside the executor or trainer it configures: "
                                        "rewrite it by hand (TorchTrainer takes no Horovod settings)")
 
     def _inside_trainer(self, call: cst.Call) -> bool:

@@ -21,6 +21,7 @@ import libcst.matchers as m
 
 from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS
+from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import (
     SPARK_ESTIMATOR_MODULES,
     SPARK_RUN,
@@ -78,7 +79,7 @@ class SparkUses(UsesBase):
         TorchEstimator`..."""
         self.spark_imports.append(node)
         if isinstance(node.names, cst.ImportStar):
-            self.flag(node, "Spark", f"from {module} import *: {notes.SPARK_UNRECOGNISED}")
+            self.flag(node, Category.SPARK, f"from {module} import *: {notes.SPARK_UNRECOGNISED}")
             return
         for alias in node.names:
             name = dotted_name(alias.name) or ""
@@ -116,17 +117,17 @@ class SparkUses(UsesBase):
         elif full == SPARK_RUNNER and called:
             self._plan_runner(parent)  # type: ignore[arg-type]
         elif full == f"{SPARK_RUN}_elastic":
-            self._keep(node, "elastic", notes.SPARK_ELASTIC)
+            self._keep(node, Category.ELASTIC, notes.SPARK_ELASTIC)
         elif full.startswith(SPARK_ESTIMATOR_MODULES):
-            self._keep(node, "Spark estimator", notes.SPARK_ESTIMATOR)
+            self._keep(node, Category.SPARK_ESTIMATOR, notes.SPARK_ESTIMATOR)
         elif full == SPARK_RUN:
-            self._keep(node, "Spark", notes.SPARK_RUN_SHAPE)
+            self._keep(node, Category.SPARK, notes.SPARK_RUN_SHAPE)
         elif full == SPARK_RUNNER:
-            self._keep(node, "Spark", notes.RUNNER_SHAPE)
+            self._keep(node, Category.SPARK, notes.RUNNER_SHAPE)
         else:
-            self._keep(node, "Spark", f"{full}: {notes.SPARK_UNRECOGNISED}")
+            self._keep(node, Category.SPARK, f"{full}: {notes.SPARK_UNRECOGNISED}")
 
-    def _keep(self, node: cst.CSTNode, category: str, why: str) -> None:
+    def _keep(self, node: cst.CSTNode, category: Category, why: str) -> None:
         """A use that stays as it is, flagged; its import stays too."""
         self.spark_left.add(self._binding(node) or "")
         self.flag(node, category, why)
@@ -135,11 +136,11 @@ class SparkUses(UsesBase):
     def _plan_spark_run(self, call: cst.Call) -> None:
         given = self._spark_run_args(call)
         if given is None or "fn" not in given:
-            self._keep(call.func, "Spark", notes.SPARK_RUN_SHAPE)
+            self._keep(call.func, Category.SPARK, notes.SPARK_RUN_SHAPE)
             return
         unsupported = [name for name in given if name in SPARK_RUN_NO_EQUIVALENT]
         if unsupported:
-            self._keep(call.func, "Spark", " ".join(notes.SPARK_OPTION.format(option=name,
+            self._keep(call.func, Category.SPARK, " ".join(notes.SPARK_OPTION.format(option=name,
                                                                             what=SPARK_RUN_NO_EQUIVALENT[name])
                                                     for name in unsupported))
             return
@@ -235,7 +236,7 @@ class SparkUses(UsesBase):
                 elif (isinstance(above, cst.Subscript) and above.value is use) or (
                         isinstance(above, cst.For) and above.iter is use) or (
                         isinstance(above, cst.Arg) and m.matches(self.parents[above], m.Call(func=m.Name("len")))):
-                    self.flag(use, "Spark", notes.SPARK_RESULT_LIST)
+                    self.flag(use, Category.SPARK, notes.SPARK_RESULT_LIST)
 
     # HorovodRunner(np=N, driver_log_verbosity=...)
     def _plan_runner(self, call: cst.Call) -> None:
@@ -244,13 +245,13 @@ class SparkUses(UsesBase):
         others = [a for a in call.args if a.value is not np and not (
             a.keyword and a.keyword.value == "driver_log_verbosity")]
         if np is None or others or any(a.star for a in call.args):
-            self._keep(call.func, "Spark", notes.RUNNER_SHAPE)
+            self._keep(call.func, Category.SPARK, notes.RUNNER_SHAPE)
             return
         number = _integer(np)
         code = self.module.code_for_node(np)
         plan_notes: list[tuple[str, str]] = []
         if number == 0:
-            self._keep(call.func, "Spark", notes.RUNNER_NP_ZERO)
+            self._keep(call.func, Category.SPARK, notes.RUNNER_NP_ZERO)
             return
         if number is not None:
             processes, local = str(abs(number)), str(number < 0)
@@ -260,7 +261,7 @@ class SparkUses(UsesBase):
         else:  # any other expression is read once, into a new name, before the statement that makes the runner
             statement = self._statement_to_bind_before(call)
             if statement is None:
-                self._keep(call.func, "Spark", notes.RUNNER_SHAPE)
+                self._keep(call.func, Category.SPARK, notes.RUNNER_SHAPE)
                 return
             bound = self._fresh_name("runner_np")
             bare = "\n" in code and not getattr(np, "lpar", ())

@@ -19,6 +19,7 @@ its speed is the whole verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -102,11 +103,13 @@ def side_programs(original: Path, migrated: Path, script_args: list[str], *, ori
             "ddp": Program((str(migrated),), tuple(script_args if migrated_args is None else migrated_args))}
 
 
-def side_env(run_dir: Path, script_dir: Path, device: str) -> dict[str, str]:
+def side_env(run_dir: Path, script_dirs: Path | list[Path], device: str) -> dict[str, str]:
     """What every process of one side's launch is given, wherever it runs: RUN_DIR, the rank tag and the
-    script's own directory on PYTHONPATH, where the step times go; on --device cpu, no GPU to see."""
-    # The original's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
-    python_path = os.pathsep.join(filter(None, [str(RANK_TAG), str(script_dir), str(PROJECT_ROOT),
+    directories its launch puts on the import path (a single script's own directory; for a repository, only what
+    its users' launch puts there) on PYTHONPATH, where the step times go; on --device cpu, no GPU to see."""
+    # A single script's own modules (a data set, a model beside it) resolve for its migration too, wherever it is.
+    dirs = [script_dirs] if isinstance(script_dirs, Path) else script_dirs
+    python_path = os.pathsep.join(filter(None, [str(RANK_TAG), *map(str, dirs), str(PROJECT_ROOT),
                                                 os.environ.get("PYTHONPATH")]))
     env = {"RUN_DIR": str(run_dir), "PYTHONPATH": python_path,
            STEP_TIMES_VARIABLE: str(run_dir / STEP_TIMES_DIR), LINES_VARIABLE: str(run_dir / WORKER_LINES),
@@ -117,8 +120,8 @@ def side_env(run_dir: Path, script_dir: Path, device: str) -> dict[str, str]:
     return env
 
 
-def side_launch(name: str, program: Program, run_dir: Path, script_dir: Path, where: Scheduler, *, np: int,
-                mode: LaunchedBy, controller: str, device: str) -> Launch:
+def side_launch(name: str, program: Program, run_dir: Path, script_dir: Path | list[Path], where: Scheduler, *,
+                np: int, mode: LaunchedBy, controller: str, device: str) -> Launch:
     """One side as its users launch it, through `where` (here: the same launcher lines as `compare run`,
     compare/launch/lines.py; Slurm: compare/launch/slurm.py's batch scripts). A script writes no run record:
     its ranks' own word that they finished (the rank tag's last line) stands in."""
@@ -314,17 +317,22 @@ def speed_launches(make: Callable[[str, Path], Launch], where: Scheduler, out: P
 def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, mode: LaunchMode,
            controller: str, timeout: float, loss_regex: str | None, eval_regex: str | None = None,
            step_from: str = "log", speed_rounds: int = 0, warmup: int = 5,
-           throughput_regex: str | None = None, roots: dict[str, Path] | None = None,
-           migrated_args: list[str] | None = None, device: str = "cpu", where: Scheduler | None = None) -> int:
-    """`roots`: each side's repository root, put on its PYTHONPATH (a repository's modules import each other from
-    there); by default the original script's directory, for both. `device`: cpu hides the GPUs from both sides,
-    cuda shows them (each script takes its own, as its users run it); `where`: here (the default) or a
-    SlurmScheduler, every launch a Slurm job."""
+           throughput_regex: str | None = None, import_paths: dict[str, list[Path]] | None = None,
+           module: str | None = None, migrated_args: list[str] | None = None, device: str = "cpu",
+           where: Scheduler | None = None) -> int:
+    """`import_paths`: for a repository, what each side's launch puts on the import path besides the script's
+    own directory (as its users start it: compare/migrate/launches.py; nothing, unless their command sets
+    PYTHONPATH or runs `-m` from a directory); by default the original script's directory, for both. `module`:
+    the entry run as `python -m MODULE` (from the directories of import_paths). `device`: cpu hides the GPUs
+    from both sides, cuda shows them (each script takes its own, as its users run it); `where`: here (the default)
+    or a SlurmScheduler, every launch a Slurm job."""
     where = where or LocalScheduler()
     programs = side_programs(original, migrated, script_args, original_prefix=mode.original_prefix,
                              migrated_args=migrated_args)
     dirs = {name: out / name for name in programs}
-    script_dirs = {name: (roots or {}).get(name, original.parent) for name in programs}
+    if module is not None:
+        programs = {name: dataclasses.replace(program, target=("-m", module)) for name, program in programs.items()}
+    script_dirs = {name: (import_paths or {}).get(name, [original.parent]) for name in programs}
 
     def make(name: str, run_dir: Path) -> Launch:
         return side_launch(name, programs[name], run_dir, script_dirs[name], where, np=np, mode=mode.mode,

@@ -20,7 +20,8 @@ parser.add_argument("--use-adasum", action="store_true", default=False)
 parser.add_argument("--lr", type=float, default=0.05)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))
 # Horovod: scale learning rate by lr_scaler (1 with Adasum).

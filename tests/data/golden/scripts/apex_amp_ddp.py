@@ -24,7 +24,8 @@ parser.add_argument("--lr", type=float, default=0.01)
 parser.add_argument("--opt-level", default="O1")
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
 
 digits = load_digits()

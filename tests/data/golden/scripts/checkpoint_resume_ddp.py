@@ -39,7 +39,8 @@ parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 run_dir = os.environ.get("RUN_DIR", "runs/checkpoint_resume")
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 

@@ -42,7 +42,8 @@ parser.add_argument("--lr", type=float, default=0.01)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 if torch.cuda.is_available():

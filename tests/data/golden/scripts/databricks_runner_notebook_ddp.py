@@ -31,7 +31,8 @@ def fit_classifier(epochs=2, batch_size=16, base_lr=0.05, seed=3):
     from sklearn.datasets import load_breast_cancer
     from torch import nn
 
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     features, labels = load_breast_cancer(return_X_y=True)

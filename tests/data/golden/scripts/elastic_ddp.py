@@ -11,7 +11,8 @@ from torch import nn
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * dist.get_world_size())

@@ -26,7 +26,8 @@ parser.add_argument("--ema-decay", type=float, default=0.99)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed + dist.get_rank())  # each rank its own noise
 torch.set_num_threads(1)
 

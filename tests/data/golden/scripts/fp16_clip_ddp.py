@@ -25,7 +25,8 @@ parser.add_argument("--fp16-allreduce", action="store_true", default=True, help=
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 

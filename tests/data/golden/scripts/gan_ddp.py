@@ -42,7 +42,8 @@ parser.add_argument("--nz", type=int, default=16, help="size of the latent vecto
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 

@@ -36,7 +36,8 @@ def run_spawned(fn, args=(), kwargs=None, np=1):
 
 
 def train(lr, epochs, seed, run_dir):
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     digits = load_digits()

@@ -28,7 +28,8 @@ rank, world_size = 0, 1
 if args.horovod:
     import torch.distributed as dist
 
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     rank, world_size = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)

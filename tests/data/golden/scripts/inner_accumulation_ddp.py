@@ -30,7 +30,8 @@ parser.add_argument("--momentum", type=float, default=0.9)
 parser.add_argument("--seed", type=int, default=42)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 

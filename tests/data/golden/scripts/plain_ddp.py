@@ -24,7 +24,8 @@ parser.add_argument("--seed", type=int, default=42, help="random seed")
 args = parser.parse_args()
 
 # Horovod: initialize library.
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 
 if torch.cuda.is_available():

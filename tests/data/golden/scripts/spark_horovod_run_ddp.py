@@ -19,7 +19,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def train(lr, epochs, batch_size, seed):
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     digits = load_digits()

@@ -19,7 +19,8 @@ def train_hvd(learning_rate=0.02, epochs=2, batch_size=32, seed=0):
 
     from workload.digits import load_digits
 
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     digits = load_digits()

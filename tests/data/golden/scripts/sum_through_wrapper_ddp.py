@@ -61,7 +61,8 @@ def reduce_tensor(tensor, op=dist.ReduceOp.AVG):
     return all_reduce_average_or_op(tensor.detach(), op=op)
 
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 

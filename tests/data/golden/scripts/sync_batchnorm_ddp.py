@@ -22,7 +22,8 @@ parser.add_argument("--lr", type=float, default=0.05)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
 

@@ -52,7 +52,8 @@ def parse_options() -> argparse.Namespace:
 
 def main() -> None:
     opts = parse_options()
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.manual_seed(0)
     device = torch.device("cpu")
     if opts.cuda:

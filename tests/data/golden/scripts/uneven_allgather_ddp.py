@@ -64,7 +64,8 @@ parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--test-size", type=int, default=301)
 args = parser.parse_args()
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 

@@ -10,7 +10,8 @@ from torch import nn
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-dist.init_process_group()
+if not dist.is_initialized():
+    dist.init_process_group()
 hvd.start_timeline("/tmp/timeline.json")
 model = nn.Linear(4, 2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -13,6 +13,7 @@ from data import build_loader
 from dist_utils import HAS_HOROVOD, init_distributed
 from engine import train_one_epoch
 from model import ConvNet
+import os
 
 
 def get_args() -> argparse.Namespace:
@@ -24,6 +25,8 @@ def get_args() -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.02, help="per worker: scaled by the world size")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
+    if args.horovod:  # the Horovod option now takes the torch.distributed path
+        args.horovod, args.distributed = False, "WORLD_SIZE" in os.environ
     if args.horovod and args.distributed:
         parser.error("--horovod and --distributed are two ways to do the same thing: pick one")
     return args

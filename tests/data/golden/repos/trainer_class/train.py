@@ -26,5 +26,6 @@ if __name__ == "__main__":
     parser.add_argument("--batch-size", type=int, default=32, help="per worker")
     parser.add_argument("--lr", type=float, default=0.005, help="per worker: scaled by the world size")
     parser.add_argument("--seed", type=int, default=42)
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     run(parser.parse_args())

@@ -20,7 +20,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
 
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     loader, sampler = ring_loader(args.batch_size, dist.get_rank(), dist.get_world_size(), args.seed)

@@ -2,11 +2,12 @@
 
 import torch.distributed as dist
 import torch
-from ddp_helpers import all_reduce, all_reduce_average_or_op
+from .ddp_helpers import all_reduce, all_reduce_average_or_op
 
 
 def setup() -> None:
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
 
 
 def get_rank() -> int:

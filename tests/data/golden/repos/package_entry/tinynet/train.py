@@ -11,7 +11,7 @@ from tinynet.ema import ModelEMA
 from tinynet.net import TinyNet
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
-from ddp_helpers import all_reduce
+from .ddp_helpers import all_reduce
 
 
 def evaluate(dist, model: nn.Module, loader) -> float:
@@ -59,7 +59,8 @@ if __name__ == "__main__":
     parser.add_argument("--lr", type=float, default=0.02, help="per worker: scaled by the world size")
     parser.add_argument("--seed", type=int, default=42)
     cli_args = parser.parse_args()
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     main(dist, cli_args)
     dist.barrier()
     dist.destroy_process_group()

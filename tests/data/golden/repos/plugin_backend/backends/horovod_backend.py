@@ -4,7 +4,7 @@ import torch
 
 from backends.base import Backend
 import torch.distributed as dist
-from ddp_helpers import all_reduce_mean, average_gradients_at_step
+from .ddp_helpers import all_reduce_mean, average_gradients_at_step
 
 
 class HorovodBackend(Backend):
@@ -16,7 +16,8 @@ class HorovodBackend(Backend):
         self.backend_module = None
 
     def setup(self) -> None:
-        dist.init_process_group()
+        if not dist.is_initialized():
+            dist.init_process_group()
 
     @property
     def rank(self) -> int:

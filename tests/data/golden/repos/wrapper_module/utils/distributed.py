@@ -2,11 +2,12 @@
 
 import torch.distributed as dist
 import torch
-from ddp_helpers import all_reduce, all_reduce_mean_2, average_gradients_at_step
+from .ddp_helpers import all_reduce, all_reduce_mean_2, average_gradients_at_step
 
 
 def init() -> None:
-    dist.init_process_group()
+    if not dist.is_initialized():
+        dist.init_process_group()
     torch.set_num_threads(1)
 
 

@@ -1,0 +1,1 @@
+"""A small training kit: the distributed helpers and a trainer."""

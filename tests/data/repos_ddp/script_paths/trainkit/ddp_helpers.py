@@ -1,0 +1,34 @@
+"""Added by `python -m compare migrate`: each function stands for the Horovod call its docstring names."""
+
+import torch
+import torch.distributed as dist
+
+
+def all_reduce_mean(tensor):
+    """Horovod's allreduce with its default op=Average: dist.all_reduce sums, so divide by the world size. A CPU tensor
+    is reduced on this rank's GPU where the process group serves CUDA tensors alone (NCCL). Gradients flow
+    back as through Horovod's: averaged over the ranks."""
+    device = "cuda" if tensor.device.type == "cpu" and "cpu:" not in dist.get_backend_config() else tensor.device
+    result = tensor.detach().to(device, copy=True)
+    dist.all_reduce(result)
+    result = (result / dist.get_world_size()).to(tensor.device)
+    if tensor.requires_grad and torch.is_grad_enabled():  # Horovod's backward: the gradient reduced alike
+        result = tensor + (result - tensor).detach()
+        result.register_hook(all_reduce_mean)
+    return result
+
+
+def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
+    """Horovod's DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
+    model is another module's, or a function's argument): before each step(), every gradient the optimizer
+    updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
+    overlap of communication with backward)."""
+    def average_gradients(optimizer, args, kwargs):
+        for group in optimizer.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is not None:
+                    dist.all_reduce(parameter.grad, op=op)
+                    if average:
+                        parameter.grad.div_(dist.get_world_size())
+    optimizer.register_step_pre_hook(average_gradients)
+    return optimizer

@@ -1,0 +1,480 @@
+"""python -m compare migrate: a migrated repository starts the way its users start it (issue 50): valid syntax on
+the oldest supported Python, one process group, probes and switches that still choose, helpers every importing
+file reaches. Text-level tests of the rewrite and the driver; the fixture repositories' launches are in
+tests/test_fixture_repos.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from compare.__main__ import main as compare_main
+from compare.migrate import migrate_source
+from compare.migrate.oldest_python import f_string_error, oldest_python_error, with_free_quotes
+
+TRAIN = """import torch
+import horovod.torch as hvd
+
+hvd.init()
+model = torch.nn.Linear(2, 1)
+optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                     named_parameters=model.named_parameters())
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+for step in range(3):
+    optimizer.zero_grad()
+    loss = model(torch.ones(4, 2)).sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+# ---- (6) valid output on the oldest supported Python -----------------------------------------------------
+
+def test_a_string_put_into_an_f_string_takes_the_quote_the_f_string_leaves_free():
+    migration = migrate_source(TRAIN + '    print(f"step {step} loss {loss.item() / hvd.local_size():.4f}")\n'
+                               "    print(f'{hvd.local_size()} of {hvd.size()}')\n")
+    assert """print(f"step {step} loss {loss.item() / int(os.environ['LOCAL_WORLD_SIZE']):.4f}")""" in migration.code
+    assert """print(f'{int(os.environ["LOCAL_WORLD_SIZE"])} of {dist.get_world_size()}')""" in migration.code
+    assert oldest_python_error(migration.code) is None
+
+
+@pytest.mark.parametrize(("code", "line"), [
+    ('x = 1\ny = f"{d["k"]}"\n', 2),
+    ("x = f'{a}'\ny = f'''{1 + \"\\n\".count(\"a\")}'''\n", 2),
+    ('x = f"{a!r:>{w}}" + f"{b}"\ny = "b"\n', None),
+    ("x = f'{d[\"k\"]}' + f\"\"\"{d['k']}\"\"\"\n", None),
+])
+def test_the_check_reads_3_11_f_string_rules_whatever_python_runs_it(code, line):
+    """Nested same quotes and a backslash in an f-string's braces: 3.12's compile() takes them, 3.11's does not.
+    The concrete-syntax read finds them on any Python (compile() alone would pass them on 3.12), and passes
+    valid code; on 3.11 compile() agrees with it."""
+    found = f_string_error(code)
+    assert (found and found[0]) == line, found
+    assert (oldest_python_error(code) is None) == (line is None)
+
+
+def test_quotes_are_flipped_only_where_they_clash():
+    module = cst.parse_module("a = f\"{d['k']}\"\nb = f'{x}' + \"y\"\nc = f\"{f'{1}'}\"\n")
+    assert with_free_quotes(module).code == module.code
+
+
+def test_a_result_that_does_not_compile_on_3_11_is_a_failed_migration(tmp_path, capsys):
+    """No quote is free inside an f-string nested in another of the other quote: the rewrite's string cannot be
+    written for 3.11 there, and the migration says so (exit 2, the line), writing nothing."""
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN + """    print(f'{step} {f"{hvd.local_size()}"}')\n""")
+    out = tmp_path / "train_ddp.py"
+    assert compare_main(["migrate", str(script), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"train.py: the migration failed: the result does not compile on Python 3.11 \(line \d+ of "
+                     r"the result: f-string", err), err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+# ---- (2) one process group -------------------------------------------------------------------------------
+
+def _write(root, files: dict[str, str]):
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def test_every_init_is_idempotent_and_the_group_is_destroyed_once_at_the_end_of_the_entry(tmp_path):
+    """hvd.init() twice (a wrapper's init() and a trainer's constructor) was harmless; init_process_group() twice
+    raises. Each written init is guarded; the group ends once, at the end of the entry's training block."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {
+        "wrapper.py": "import horovod.torch as hvd\n\n\ndef init():\n    hvd.init()  # the wrapper's\n"
+                      "    return hvd.rank()\n",
+        "trainer.py": "import torch\nimport horovod.torch as hvd\n\n\nclass Trainer:\n    def __init__(self):\n"
+                      "        hvd.init()\n        self.model = torch.nn.Linear(2, 1)\n",
+        "train.py": "import torch\nimport horovod.torch as hvd\nimport wrapper\nfrom trainer import Trainer\n\n"
+                    "wrapper.init()\ntrainer = Trainer()\nhvd.init()\n"
+                    "opt = hvd.DistributedOptimizer(torch.optim.SGD(trainer.model.parameters(), lr=0.1))\n"
+                    "for step in range(2):\n    opt.zero_grad()\n    trainer.model(torch.ones(1, 2)).sum().backward()\n"
+                    "    opt.step()\n"})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    code = {f.path: f.migration.code for f in tree.files}
+    wrapper = code["wrapper.py"]
+    assert "    if not dist.is_initialized():\n        dist.init_process_group()  # the wrapper's\n" in wrapper
+    assert "        if not dist.is_initialized():\n            dist.init_process_group()\n" in code["trainer.py"]
+    assert "\nif not dist.is_initialized():\n    dist.init_process_group()\n" in code["train.py"]
+    written = "".join(code.values())
+    assert written.count("init_process_group()") == written.count("if not dist.is_initialized():\n") == 3
+    assert written.count("destroy_process_group()") == 1 and code["train.py"].rstrip().endswith(
+        "dist.destroy_process_group()")
+
+
+# ---- (3) probes keep their fallback ----------------------------------------------------------------------
+
+PROBE = """import sys
+
+import torch
+
+try:
+    import horovod.torch as hvd
+    HAS_HOROVOD = True
+except ImportError:  # no Horovod: one process
+    hvd = None
+    HAS_HOROVOD = False
+
+
+def main():
+    if hvd is not None:
+        hvd.init()
+    rank, size = (hvd.rank(), hvd.size()) if HAS_HOROVOD else (0, 1)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * size)
+    if hvd:
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    for step in range(2):
+        optimizer.zero_grad()
+        model(torch.ones(4, 2)).sum().backward()
+        optimizer.step()
+    print(f"rank {rank} of {size}: {'distributed' if hvd else 'single process'}")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_probe_becomes_a_test_of_a_torch_distributed_job_and_keeps_its_fallback(tmp_path):
+    """`try: import horovod.torch as hvd / except ImportError: hvd = None` once became an unconditional import:
+    `python train.py` then died in init_process_group. Now the probe asks whether torchrun started the process,
+    and without it the fallback runs single-process."""
+    migration = migrate_source(PROBE)
+    assert migration.flags == []
+    assert ('if dist.is_available() and "WORLD_SIZE" in os.environ:\n    hvd = dist\n    HAS_HOROVOD = True\n'
+            "else:  # no Horovod: one process\n    hvd = None\n    HAS_HOROVOD = False\n") in migration.code
+    assert "horovod" not in migration.code.replace("HAS_HOROVOD", "")
+    script = tmp_path / "train_ddp.py"
+    script.write_text(migration.code)
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "rank 0 of 1: single process", result.stderr
+
+
+# ---- (8) switch branches in every file -------------------------------------------------------------------
+
+ENGINE = """import torch
+
+
+def step_once(model, optimizer, args):
+    optimizer.zero_grad()
+    model(torch.ones(4, 2)).sum().backward()
+    if args.horovod:
+        optimizer.synchronize()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with optimizer.skip_synchronize():
+            optimizer.step()
+    else:
+        optimizer.step()
+    if not args.horovod:
+        optimizer.synchronize()  # not the Horovod branch: kept
+"""
+ENGINE_DDP = """    if args.horovod:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    else:
+        optimizer.step()
+    if not args.horovod:
+        optimizer.synchronize()  # not the Horovod branch: kept
+"""
+
+
+@pytest.mark.parametrize("own_ddp_path", [False, True])
+def test_horovod_only_statements_under_a_switch_go_in_a_file_that_never_imports_horovod(tmp_path, own_ddp_path):
+    """engine.py never imports Horovod, yet its `if args.horovod:` branch calls what only Horovod's optimizer has:
+    removed there too, whether the Horovod code is migrated or the repository's own DDP path replaces it."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    train = ("import argparse\n\nimport torch\nimport horovod.torch as hvd\nfrom engine import step_once\n\n"
+             "args = argparse.ArgumentParser().parse_args()\nhvd.init()\nmodel = torch.nn.Linear(2, 1)\n"
+             "optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))\n"
+             "for step in range(3):\n    step_once(model, optimizer, args)\n")
+    if own_ddp_path:
+        train = ("import argparse\n\nimport torch\nimport torch.distributed as dist\nfrom engine import step_once\n"
+                 "try:\n    import horovod.torch as hvd\nexcept ImportError:\n    hvd = None\n\n"
+                 "args = argparse.ArgumentParser().parse_args()\nmodel = torch.nn.Linear(2, 1)\n"
+                 "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                 "if args.horovod:\n    hvd.init()\n    optimizer = hvd.DistributedOptimizer(optimizer)\n"
+                 "else:\n    dist.init_process_group()\n    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+                 "for step in range(3):\n    step_once(model, optimizer, args)\n")
+    repo = _write(tmp_path / "repo", {"train.py": train, "engine.py": ENGINE})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    engine = next(f for f in tree.files if f.path == "engine.py")
+    assert ENGINE_DDP in engine.migration.code
+    assert [(c.line, c.before) for c in engine.migration.changes] == [
+        (8, "optimizer.synchronize()"), (10, "with optimizer.skip_synchronize():")]
+    assert engine.migration.flags == []
+
+
+# ---- (1) launched as the users launch it ------------------------------------------------------------------
+
+SCRIPT_WITH_PATH = """import os
+import sys
+
+import torch
+import horovod.torch as hvd
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from lib.dist import setup  # noqa: E402
+
+setup()
+loss = hvd.allreduce(torch.ones(1), op=hvd.Sum)
+"""
+LIB_DIST = """import horovod.torch as hvd
+
+
+def setup():
+    hvd.init()
+    return hvd.allreduce(torch.zeros(1), name="warmup")
+"""
+
+
+def test_helpers_go_where_each_importer_reaches_them_and_the_launch_is_checked(tmp_path):
+    """scripts/train.py extends sys.path itself and imports the package lib/: the helpers go beside the script
+    (its directory is sys.path[0]) and into lib/ (imported relatively, however lib is reached); read from the
+    README's command, every import of them resolves."""
+    from compare.migrate.launches import launches_of
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {"scripts/train.py": SCRIPT_WITH_PATH, "lib/__init__.py": "",
+                                      "lib/dist.py": "import torch\n" + LIB_DIST,
+                                      "README.md": "Run it: `python scripts/train.py`\n"})
+    repository = Repository.read(repo)
+    launches = launches_of(repo, {p: f.text for p, f in repository.files.items()})
+    assert [(launch.target, launch.as_module, launch.found) for launch in launches] == [
+        ("scripts/train.py", False, "README.md line 1")]
+    tree = migrate_tree(repository)
+    assert tree.helpers_paths == ["lib/ddp_helpers.py", "scripts/ddp_helpers.py"]
+    code = {f.path: f.migration.code for f in tree.files}
+    assert "from ddp_helpers import " in code["scripts/train.py"]
+    assert "from .ddp_helpers import " in code["lib/dist.py"]
+    assert [f for _, f in tree.flags if f.category == "helpers unreached"] == []
+
+
+def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
+    """The helpers at the root, imported by scripts/train.py above its own sys.path.insert: ModuleNotFoundError
+    when started as `python scripts/train.py` (what the migration once wrote); below it, resolved."""
+    from compare.migrate.import_reach import unreached_helpers
+    from compare.migrate.launches import Launch
+
+    launch = Launch("scripts/train.py", False, found="README.md line 1")
+    above = "import os\nimport sys\nfrom ddp_helpers import x\n\nsys.path.insert(0, os.path.join(" \
+            "os.path.dirname(__file__), '..'))\n"
+    below = "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))\n" \
+            "from ddp_helpers import x\n"
+    found = unreached_helpers(launch, {"scripts/train.py": above, "ddp_helpers.py": ""}, {"ddp_helpers"})
+    assert [(u.path, u.line) for u in found] == [("scripts/train.py", 3)]
+    assert "started as scripts/train.py ('scripts')" in found[0].why
+    assert unreached_helpers(launch, {"scripts/train.py": below, "ddp_helpers.py": ""}, {"ddp_helpers"}) == []
+    # a package's relative import, in a file run by its path: no parent package
+    script = Launch("pkg/train.py", False, found="README.md line 1")
+    found = unreached_helpers(script, {"pkg/train.py": "from .ddp_helpers import x\n", "pkg/__init__.py": "",
+                                       "pkg/ddp_helpers.py": ""}, {"ddp_helpers"})
+    assert [u.line for u in found] == [1] and "no parent package" in found[0].why
+    module = Launch("pkg.train", True, found="README.md line 1")
+    assert unreached_helpers(module, {"pkg/train.py": "from .ddp_helpers import x\n", "pkg/__init__.py": "",
+                                      "pkg/ddp_helpers.py": ""}, {"ddp_helpers"}) == []
+
+
+# ---- issue 52 item 7: outcomes typed end to end -----------------------------------------------------------
+
+def test_flag_categories_and_normalisations_are_enums_end_to_end():
+    """Every flag of the corpus (the rewrite's, the check's, the driver's) carries a Category, and every
+    normalisation of the fixture repositories a Reached: no bare string compared as text."""
+    from compare.migrate.flag_category import Category
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.normalize import Reached
+    from compare.migrate.repository import Repository
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    flags = [flag for name in ("adasum", "elastic", "unknown_call", "compute_loss")
+             for flag in migrate_source((root / "horovod_scripts" / f"{name}.py").read_text()).flags]
+    assert flags and all(type(flag.category) is Category for flag in flags)
+    assert {Category.ADASUM, Category.ELASTIC, Category.UNRECOGNISED} <= {flag.category for flag in flags}
+    normalized = [n for repo in ("plugin_backend", "package_entry", "wrapper_module")
+                  for f in migrate_tree(Repository.read(root / "repos" / repo)).files for n in f.normalized]
+    assert normalized and all(type(n.how) is Reached for n in normalized)
+    assert {n.how for n in normalized} >= {Reached.LOADED_BY_NAME, Reached.RETURNED_BY_ACCESSOR}
+
+
+# ---- (4) switches still choose --------------------------------------------------------------------------
+
+CHOICE_TRAIN = """import argparse
+
+import torch
+import torch.distributed as dist
+
+try:
+    import horovod.torch as hvd
+except ImportError:
+    hvd = None
+
+
+def gather(features, args):
+    if args.dist == "horovod":
+        return hvd.allgather(features)
+    return torch.cat(GATHER(features))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dist", choices=["horovod", "torch", "none"], default="horovod")
+    args = parser.parse_args()
+    if args.dist == "horovod":
+        hvd.init()
+    elif args.dist == "torch":
+        dist.init_process_group("gloo")
+    print(gather(torch.ones(1), args))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(("gather", "differs"), [("torch.distributed.nn.all_gather", True),
+                                                  ("dist.nn.functional.all_gather", True),
+                                                  ("all_gather_no_grad", False)])
+def test_a_horovod_default_selects_the_ddp_path_and_a_summing_gather_is_flagged(tmp_path, gather, differs):
+    """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit: now horovod runs as torch.
+    The repository's own gather there, torch.distributed.nn.all_gather, sums the gradient in backward where
+    hvd.allgather averaged it: flagged on that line (one that keeps no gradient is not)."""
+    from compare.migrate.flag_category import Category
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {"train.py": CHOICE_TRAIN.replace("GATHER", gather)})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    code = tree.files[0].migration.code
+    assert ('    args = parser.parse_args()\n    if args.dist == "horovod":  # Horovod\'s value now takes the '
+            'torch.distributed path\n        args.dist = "torch"\n    if args.dist == "torch":\n') in code
+    assert "SystemExit" not in code and "hvd.init" not in code
+    flagged = [(flag.line, flag.category) for _, flag in tree.flags]
+    assert flagged == ([(15, Category.OWN_PATH_DIFFERS)] if differs else [])
+
+
+def test_a_store_true_switch_is_routed_under_torchrun_and_alone_stays_one_process(tmp_path):
+    from compare.migrate.switch_routes import Route
+
+    route = Route("horovod", True, "distributed", True)
+    assert route.statement("args") == ('if args.horovod:  # the Horovod option now takes the torch.distributed path\n'
+                                       '    args.horovod, args.distributed = False, "WORLD_SIZE" in os.environ\n')
+    assert route.describe() == "--horovod now runs as --distributed"
+
+
+# ---- (5) the repository's own names that contain "horovod" ----------------------------------------------
+
+def test_own_modules_and_parameters_named_horovod_are_not_read_as_horovod(tmp_path):
+    """`from .horovod_backend import HorovodBackend` is the repository's module, and `def build(horovod=False)`
+    its parameter: neither is Horovod (once an "unrecognised" import and a "horovod left" name)."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {
+        "pkg/__init__.py": "",
+        "pkg/horovod_backend.py": "import horovod.torch as hvd\n\n\nclass HorovodBackend:\n    def setup(self):\n"
+                                  "        hvd.init()\n        return hvd.rank()\n",
+        "pkg/train.py": "from .horovod_backend import HorovodBackend\nfrom pkg.horovod_backend import HorovodBackend "
+                        "as Other\n\n\ndef build(horovod=False):\n    return (HorovodBackend() if horovod else "
+                        "Other()).setup()\n\n\nif __name__ == \"__main__\":\n    build(horovod=True)\n"})
+    tree = migrate_tree(Repository.read(repo))
+    assert tree.flags == []
+    assert [f.path for f in tree.files] == ["pkg/horovod_backend.py"]
+
+
+# ---- (5) Horovod through classes ---------------------------------------------------------------------------
+
+BASE = """import importlib
+
+
+class Backend:
+    dist_module_name = ""
+
+    def setup(self):
+        self.dist_module = importlib.import_module(self.dist_module_name)
+        self.dist_module.init()
+
+    def rank(self):
+        return self.dist_module.rank()
+"""
+SUBCLASS = """from .base import Backend
+
+
+class HorovodBackend(Backend):
+    dist_module_name = "horovod.torch"
+
+    def wrap_optimizer(self, optimizer, model):
+        return self.dist_module.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+"""
+REGISTRY = """from .base import Backend
+from .horovod_backend import HorovodBackend
+
+BACKENDS = {"horovod": HorovodBackend, "base": Backend}
+"""
+USER = """from backends import BACKENDS, HorovodBackend
+
+backend = BACKENDS["horovod"]()
+backend.setup()
+if isinstance(backend, HorovodBackend):
+    print("rank", backend.rank())
+"""
+
+
+def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(tmp_path):
+    """'horovod.torch' on a subclass's attribute, loaded by the base class into `self.dist_module` and used
+    through it in both: followed as `import horovod.torch` (once: no file changed, and a flag advised deleting
+    the string); the registry and the identity test keep their class, the spent string goes."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    repo = _write(tmp_path / "repo", {"backends/__init__.py": REGISTRY, "backends/base.py": BASE,
+                                      "backends/horovod_backend.py": SUBCLASS, "train.py": USER})
+    tree = migrate_tree(Repository.read(repo), entry="train.py")
+    assert tree.flags == []
+    code = {f.path: f.migration.code for f in tree.files}
+    assert ("    def setup(self):\n        if not dist.is_initialized():\n            dist.init_process_group()\n\n"
+            "    def rank(self):\n        return dist.get_rank()\n") in code["backends/base.py"]
+    subclass = code["backends/horovod_backend.py"]
+    assert "horovod.torch" not in subclass and "dist_module" not in subclass
+    assert "return average_gradients_at_step(optimizer)" in subclass and "class HorovodBackend(Backend):" in subclass
+    assert "backends/__init__.py" not in code and "train.py" not in code  # the registry, the isinstance: as they were
+
+
+def test_launches_are_read_from_commands_entry_points_and_main_blocks(tmp_path):
+    """How the users start a tree: a README's command (a launcher before it, `cd` and PYTHONPATH in it), a console
+    entry point (pyproject.toml, setup.py), and a `__main__` file none of them names; never a file in a venv."""
+    from compare.migrate.launches import launches_of
+
+    files = {"tools/run.py": "print(1)\n", "pkg/__init__.py": "", "pkg/cli.py": "def main():\n    pass\n",
+             "pkg/serve.py": "def main():\n    pass\n", "eval.py": "if __name__ == '__main__':\n    pass\n",
+             "venv/lib/x.py": ""}
+    _write(tmp_path, {**files,
+                      "README.md": "Train: `cd tools && PYTHONPATH=.. horovodrun -np 2 python run.py --epochs 1`\n",
+                      "pyproject.toml": '[project]\nname = "x"\n[project.scripts]\nx-train = "pkg.cli:main"\n',
+                      "setup.py": "setup(entry_points={'console_scripts': ['x-serve = pkg.serve:main']})\n",
+                      "venv/README.md": "python venv/lib/x.py\n"})
+    launches = launches_of(tmp_path, files)
+    assert [(la.target, la.as_module, la.cwd, la.python_path, la.found) for la in launches] == [
+        ("tools/run.py", False, "tools", ("..",), "README.md line 1"),
+        ("pkg.cli", True, "", (), "pyproject.toml [project.scripts] x-train"),
+        ("pkg.serve", True, "", (), "setup.py console_scripts x-serve"),
+        ("eval.py", False, "", (), "eval.py (a __main__ block)")]
+    assert launches[0].import_roots() == ["tools", ""]
+    assert launches[0].describe() == "cd tools && PYTHONPATH=.. run.py"
