@@ -58,11 +58,11 @@ FIXTURES = {
     "horovod_switch": Fixture(8, "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
                               "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
                               ("--horovod",), ("--distributed",)),
-    # the model left unwrapped in the Trainer (and so no .module)
+    # the model left unwrapped in the Trainer (and so no .module); in the tool's migration, which keeps the model
+    # and trains through the wrapper, the training step's forward through the model itself: DDP never sees it
     "trainer_class": Fixture(10, "trainer.py", (("self.model = DDP(model)", "self.model = model"),
                                                 ("self.model.module.num_classes", "self.model.num_classes")),
-                             "trainer.py", (("self.model = DDP(self.model)", "self.model = self.model"),
-                                            ("self.model.module.num_classes", "self.model.num_classes"))),
+                             "trainer.py", (("logits = self.model_ddp(inputs)", "logits = self.model(inputs)"),)),
     # the wrapper's average flag ignored: the averaged training loss becomes a sum
     "metrics_cpu": Fixture(10, "utils/dist.py", (("    if average:\n        reduced /= torch_dist.get_world_size()\n",
                                                   ""),),

@@ -13,6 +13,7 @@ from libcst.helpers import get_full_name_for_node
 
 from compare.migrate.output_parsed import Finding, Parsed
 from compare.migrate.syntax import dotted_name
+from compare.migrate.wrap_plan import training_forwards
 
 # nn.Module's and DDP's own methods: calling these on a wrapped model is not training through another method.
 MODULE_METHODS = {
@@ -128,7 +129,8 @@ def _optimizer_averaged(result: Parsed, call: cst.Call, averaged: set[str]) -> b
 
 
 def _covered(model: str, wrapped: set[str]) -> bool:
-    return any(model == w or model.startswith(w + ".") for w in wrapped)
+    """Wrapped itself, as a part of a wrapped model, or through the inner module its training forward calls."""
+    return any(model == w or model.startswith(w + ".") or w.startswith(model + ".") for w in wrapped)
 
 
 def check_models(original: Parsed, result: Parsed) -> list[Finding]:
@@ -147,10 +149,58 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
                                            "as the other model is, or average its gradients by hand)"))
     for model, calls in wraps.items():
         first = min(result.line(c) for c in calls)
-        findings += _other_methods(result, model, first)
+        wrappers = {w for c in calls if (w := _bound_to(result, c)) and w != model}
+        if wrappers:  # `ddp_model = DDP(model)`: the model stays itself; only training must go through the wrapper
+            for call in calls:
+                findings += _raw_training(result, model, call)
+            for wrapper in wrappers:
+                findings += _wrapper_attributes(result, wrapper, first)
+        else:         # `model = DDP(model)`: every later use of the name is the wrapper's
+            findings += _other_methods(result, model, first)
+            findings += _module_off_the_wrap(result, model, calls)
         findings += _amp_after(result, model, first)
-        findings += _module_off_the_wrap(result, model, calls)
         findings += _unused_parameters(result, model, calls)
+    return findings
+
+
+def _bound_to(result: Parsed, call: cst.Call) -> str:
+    """The name the wrapper is bound to (`ddp_model = DDP(model)`), or "" where it is not assigned."""
+    parent = result.parents.get(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return _name(parent.targets[0].target)
+    return ""
+
+
+def _raw_training(result: Parsed, model: str, call: cst.Call) -> list[Finding]:
+    """A forward of the model itself whose result is back-propagated, after the wrap: DDP's reducer never sees
+    it, so that step's gradients are not averaged."""
+    statement = result.parents[result.parents[call]]
+    if model.startswith("self."):
+        owner: cst.CSTNode | None = statement
+        while owner is not None and not isinstance(owner, cst.ClassDef):
+            owner = result.parents.get(owner)
+        functions = result.findall(m.FunctionDef(), owner) if owner is not None else []
+        found = training_forwards(result, model, functions)  # type: ignore[arg-type]
+    else:
+        scope: cst.CSTNode = statement
+        while scope is not result.module and not isinstance(scope, cst.FunctionDef):
+            scope = result.parents[scope]
+        found = training_forwards(result, model, scope=scope, after_line=result.line(call))
+    return [result.finding(forward, "bypasses DDP", f"`{_name(forward.func)}(...)`: its result is back-propagated, "
+                           f"but `{model}` is the module inside the DDP wrapper made at line {result.line(call)}, "
+                           "whose reducer never sees this forward: the gradients of this step are not averaged "
+                           "(call the wrapper)")
+            for forward, _ in found.values()]
+
+
+def _wrapper_attributes(result: Parsed, wrapper: str, wrap_line: int) -> list[Finding]:
+    """`ddp_model.num_classes`: the wrapper answers nn.Module's own API and its forward, nothing of the model's."""
+    findings = []
+    for node in result.findall(m.Attribute(attr=m.Name())):
+        if dotted_name(node.value) != wrapper or node.attr.value in MODULE_ATTRIBUTES:  # type: ignore[attr-defined]
+            continue
+        findings.append(result.finding(node, "wrapper attribute", f"`{wrapper}.{node.attr.value}`: the DDP wrapper "  # type: ignore[attr-defined]
+                                       "has no such attribute (it raises); read it on the model itself"))
     return findings
 
 

@@ -56,7 +56,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr * args.batches_p
 # Horovod: wrap optimizer with DistributedOptimizer.
 
 # Horovod: broadcast parameters & optimizer state.
-model = DDP(model)
+ddp_model = DDP(model)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/inner_accumulation"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
@@ -70,11 +70,11 @@ for epoch in range(args.epochs):
         for i in passes:
             data_batch = data[i:i + args.batch_size]
             target_batch = target[i:i + args.batch_size]
-            output = model(data_batch)
+            output = ddp_model(data_batch)
             loss = F.cross_entropy(output, target_batch)
             # Average gradients among sub-batches
             loss.div_(math.ceil(float(len(data)) / args.batch_size))
-            with contextlib.nullcontext() if i == passes[-1] else model.no_sync():
+            with contextlib.nullcontext() if i == passes[-1] else ddp_model.no_sync():
                 loss.backward()
             batch_loss += loss.item()
         # Gradient is applied across all ranks
