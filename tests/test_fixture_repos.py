@@ -85,6 +85,21 @@ FIXTURES = {
                                                    "        dist.broadcast(tensor, src=0)\n", ""),),
                              entry=("-m", "tinynet.train"),
                              fails=r"parity fails: the training losses agree, the evaluation at step 10 differs"),
+    # issue 49's classes, each migrated with the model kept and the training forward through the wrapper:
+    # the training step through the inner network itself, not the wrapper (the saver, the EMA and the resume see
+    # the model's own keys on both sides)
+    "trainer_checkpoint": Fixture(10, "trainer.py", (("logits = self.model_ddp(inputs)",
+                                                      "logits = self.model.model(inputs)"),),
+                                  "trainer.py", (("logits = self.model_ddp(inputs)",
+                                                  "logits = self.model.model(inputs)"),)),
+    # the sampled sub-network's forward through the model itself, not the wrapper
+    "supernet_sampling": Fixture(8, "train.py", (("cross_entropy(ddp_model(inputs), labels)",
+                                                  "cross_entropy(model(inputs), labels)"),),
+                                 "train.py", (("cross_entropy(ddp_model(inputs), labels)",
+                                               "cross_entropy(model(inputs), labels)"),)),
+    # two encoders in one optimizer: its averaging dropped, each rank trains its own pair
+    "contrastive_encoders": Fixture(8, "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),),
+                                    "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),)),
 }
 NAMES = sorted(FIXTURES)
 
@@ -262,6 +277,29 @@ def test_verify_entry_runs_each_tree_as_the_repository_expects(tmp_path, horovod
     refused = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
                              capture_output=True, text=True, timeout=120, check=False)
     assert refused.returncode != 0 and "--horovod" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.slow
+def test_a_checkpoint_the_horovod_original_wrote_resumes_in_the_migration(tmp_path, horovod_built):
+    """trainer_checkpoint: the original under horovodrun writes a checkpoint (the model's own keys, the optimizer,
+    the EMA); then `compare migrate --verify --entry train.py`, as a user types it, resumes from it on both sides:
+    the migrated code loads it strictly and trains on as the original does. (A migration that rebinds the model
+    to its DDP wrapper saves and expects `module.` keys, and its EMA, matched by key, raises KeyError.)"""
+    import torch
+
+    checkpoint = tmp_path / "first.pt"
+    ok(launch("horovodrun", REPOS / "trainer_checkpoint", ("train.py",), ("--save", str(checkpoint))))
+    keys = list(torch.load(checkpoint, map_location="cpu", weights_only=True)["model"])
+    assert keys and not any(key.startswith("module.") for key in keys), keys
+    result = subprocess.run(
+        [sys.executable, "-m", "compare", "migrate", str(REPOS / "trainer_checkpoint"), "-o", str(tmp_path / "out"),
+         "--verify", "--entry", "train.py", "--verify-out", str(tmp_path / "verify"), "--timeout", "240", "--",
+         "--epochs", "1", "--resume", str(checkpoint)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert re.search(r"^parity holds: ", result.stdout, re.MULTILINE), result.stdout
+    migrated = "".join(p.read_text() for p in (tmp_path / "out").rglob("*.py"))
+    assert ".module" not in migrated and "self.model_ddp = DDP(self.model.model)" in migrated
 
 
 def test_the_module_handed_to_code_outside_the_repository_is_flagged_not_called_done(tmp_path, capsys):

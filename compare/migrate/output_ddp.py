@@ -101,8 +101,10 @@ def _aliases(result: Parsed, wrapped: set[str]) -> set[str]:
     for assign in result.findall(m.Assign(value=m.Name() | m.Attribute())):
         value = _name(assign.value)  # type: ignore[attr-defined]
         for target in assign.targets:  # type: ignore[attr-defined]
-            if _name(target.target) in wrapped and value:
-                names.add(value)
+            bound = _name(target.target)
+            for name in wrapped if value else ():
+                if name == bound or name.startswith(f"{bound}."):  # the inner module: `self.model.model`
+                    names.add(value + name[len(bound):])
     return names
 
 
@@ -156,7 +158,7 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
             for wrapper in wrappers:
                 findings += _wrapper_attributes(result, wrapper, first)
         else:         # `model = DDP(model)`: every later use of the name is the wrapper's
-            findings += _other_methods(result, model, first)
+            findings += _other_methods(result, model, min(calls, key=result.line))
             findings += _module_off_the_wrap(result, model, calls)
         findings += _amp_after(result, model, first)
         findings += _unused_parameters(result, model, calls)
@@ -204,15 +206,32 @@ def _wrapper_attributes(result: Parsed, wrapper: str, wrap_line: int) -> list[Fi
     return findings
 
 
-def _in_function(result: Parsed, node: cst.CSTNode) -> bool:
+def _enclosing(result: Parsed, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
     while node is not result.module:
         node = result.parents[node]
-        if isinstance(node, cst.FunctionDef):
-            return True
-    return False
+        if isinstance(node, kind):
+            return node
+    return None
 
 
-def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
+def reached_by_wrap(result: Parsed, node: cst.CSTNode, model: str, wrap: cst.CSTNode) -> bool:
+    """Whether `model` at `node` is the name the wrap rebound, judged per function and in order: after the wrap in
+    its own function; in another method of its class for `self.x`; in another function only for a module-level
+    wrap of a name that function does not bind itself."""
+    here, wrapped_in = _enclosing(result, node, cst.FunctionDef), _enclosing(result, wrap, cst.FunctionDef)
+    if here is wrapped_in:
+        return result.line(node) > result.line(wrap)
+    if model.startswith("self."):
+        return _enclosing(result, node, cst.ClassDef) is _enclosing(result, wrap, cst.ClassDef) is not None
+    if wrapped_in is not None or here is None:
+        return False
+    root = model.split(".")[0]
+    bound = {p.name.value for p in here.params.params} | {  # type: ignore[attr-defined]
+        n for a in result.findall(m.Assign(), here) for t in a.targets for n in [_name(t.target)]}  # type: ignore[attr-defined]
+    return root not in bound
+
+
+def _other_methods(result: Parsed, model: str, wrap: cst.CSTNode) -> list[Finding]:
     findings = []
     for call in result.findall(m.Call(func=m.Attribute())):
         func = call.func  # type: ignore[attr-defined]
@@ -221,7 +240,7 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
         allowed = MODULE_METHODS - {"forward"} if through_module else MODULE_METHODS
         if (receiver != model and not through_module) or method in allowed:
             continue
-        if result.line(call) <= wrap_line and not _in_function(result, call):
+        if not reached_by_wrap(result, call, model, wrap):
             continue
         findings.append(result.finding(call, "bypasses DDP", f"`{receiver}.{method}(...)` trains the wrapped model "
                                        "without DDP's forward, so its gradients are never averaged"
@@ -230,7 +249,7 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
     for node in result.findall(m.Attribute(value=m.Name(model))):
         parent = result.parents[node]
         if node.attr.value in MODULE_ATTRIBUTES or (isinstance(parent, cst.Call) and parent.func is node) \
-                or (result.line(node) <= wrap_line and not _in_function(result, node)):  # type: ignore[attr-defined]
+                or not reached_by_wrap(result, node, model, wrap):  # type: ignore[attr-defined]
             continue
         findings.append(result.finding(node, "bypasses DDP", f"`{model}.{node.attr.value}`: the DDP wrapper has no "  # type: ignore[attr-defined]
                                        f"such attribute (it raises): `{model}.module.{node.attr.value}` reaches the "  # type: ignore[attr-defined]
@@ -264,8 +283,8 @@ def _module_off_the_wrap(result: Parsed, model: str, calls: list[cst.Call]) -> l
     tests = {result.module.code_for_node(i.test) for conditions in wrap_conditions for i in conditions}
     findings = []
     for node in result.findall(m.Attribute(attr=m.Name("module"))):
-        if _name(node.value) != model:  # type: ignore[attr-defined]
-            continue
+        if _name(node.value) != model or not reached_by_wrap(result, node, model, calls[0]):  # type: ignore[attr-defined]
+            continue  # another model, or this name where the wrap does not reach (before it, another function)
         if any(result.module.code_for_node(i.test) in tests for i in _conditions(result, node)):
             continue
         findings.append(result.finding(node, "module off the wrap", f"`{model}.module`, but `{model}` is wrapped "

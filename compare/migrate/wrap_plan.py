@@ -488,12 +488,14 @@ def optimizer_modules(uses: HorovodUses) -> set[str]:
     if call is None:
         return set()
     places: list[cst.CSTNode] = [a.value for a in call.args]
-    inner = places[0] if places else None
-    if isinstance(inner, cst.Name):
-        scope = uses.enclosing_function(call) or uses.module
-        made = [a for a in uses.parsed.findall(m.Assign(), scope) if uses.line(a) < uses.line(call)
-                and any(m.matches(t.target, m.Name(inner.value)) for t in a.targets)]  # type: ignore[attr-defined]
-        places += [made[-1].value] if made else []  # type: ignore[attr-defined]
+    scope = uses.enclosing_function(call) or uses.module
+    followed: set[str] = set()
+    for place in places:  # grows: each name read is followed to its last assignment before the call
+        for name in {n.value for n in uses.parsed.findall(m.Name(), place)} - followed:  # type: ignore[attr-defined]
+            followed.add(name)
+            made = [a for a in uses.parsed.findall(m.Assign(), scope) if uses.line(a) < uses.line(call)
+                    and any(m.matches(t.target, m.Name(name)) for t in a.targets)]  # type: ignore[attr-defined]
+            places += [made[-1].value] if made else []  # type: ignore[attr-defined]
     found = set()
     for place in places:
         for params in uses.parsed.findall(m.Call(func=m.Attribute(attr=m.Name("parameters") | m.Name(
