@@ -100,6 +100,13 @@ FIXTURES = {
     # two encoders in one optimizer: its averaging dropped, each rank trains its own pair
     "contrastive_encoders": Fixture(8, "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),),
                                     "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),)),
+    # a GAN resumed on rank 0 from start.pt, a checkpoint the Horovod original wrote, on both sides: the
+    # generator's forward through the generator itself, not its wrapper
+    "gan_resume": Fixture(8, "train.py", (("fake = ddp_generator(noise(len(real), draws))",
+                                           "fake = generator(noise(len(real), draws))"),),
+                          "train.py", (("fake = ddp_generator(noise(len(real), draws))",
+                                        "fake = generator(noise(len(real), draws))"),),
+                          ("--resume", "start.pt"), ("--resume", "start.pt")),
 }
 NAMES = sorted(FIXTURES)
 

@@ -124,6 +124,7 @@ for x in [torch.ones(3, 4)]:
     model(x).sum().backward()
     optimizer.step()
 """)
+    assert flags == []
     assert "ddp_model = model\nif args.horovod:\n" in code and "    ddp_model = DDP(model)\n" in code
     assert "    ddp_model(x).sum().backward()" in code
 

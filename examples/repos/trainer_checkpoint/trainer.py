@@ -12,7 +12,10 @@ from ema import ModelEMA
 class Trainer:
     def __init__(self, model, lr: float, resume: str | None = None):
         self.model = model
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr * hvd.size(), momentum=0.9)
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr * hvd.size(), momentum=0.9)
+        # Horovod's order: wrap first (DistributedOptimizer builds a new optimizer, without the wrapped one's
+        # state), then load on rank 0 and share
+        self.optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=self.model.named_parameters())
         self.ema = ModelEMA(model)
         self.step = 0
         if resume and hvd.rank() == 0:
@@ -21,7 +24,6 @@ class Trainer:
         hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         self.ema.load_state_dict(hvd.broadcast_object(self.ema.state_dict(), root_rank=0))
-        self.optimizer = hvd.DistributedOptimizer(self.optimizer, named_parameters=self.model.named_parameters())
 
     def training_step(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         self.optimizer.zero_grad()

@@ -5,7 +5,7 @@ import torch.distributed as dist
 
 
 def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
-    """hvd.DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
+    """Horovod's DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
     model is another module's, or a function's argument): before each step(), every gradient the optimizer
     updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
     overlap of communication with backward). As Horovod's synchronize(): every parameter that requires a

@@ -6,10 +6,10 @@ import argparse
 
 import torch
 import torch.distributed as dist
-from ddp_helpers import average_gradients_at_step
-from encoders import Encoder, info_nce
 
 from data import FIRST, SECOND, make_loader
+from ddp_helpers import average_gradients_at_step
+from encoders import Encoder, info_nce
 
 
 def main() -> None:

@@ -8,11 +8,11 @@ import argparse
 
 import torch
 import torch.distributed as dist
-from supernet import SuperNet
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from data import CLASSES, FEATURES, make_loader
+from supernet import SuperNet
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ import torch.distributed as dist
 
 
 def all_reduce(tensor, op=dist.ReduceOp.SUM):
-    """hvd.allreduce(op=Sum/Min/Max/Product), or average=False (a sum): a reduced copy (torch.distributed
+    """Horovod's allreduce(op=Sum/Min/Max/Product), or average=False (a sum): a reduced copy (torch.distributed
     reduces in place). A CPU tensor is reduced on this rank's GPU where the process group serves CUDA
     tensors alone (NCCL; on GPUs also a group made with no backend named); Horovod took either. Gradients
     flow back through it as through Horovod's (HorovodAllreduce.backward): reduced over the ranks alike."""
@@ -20,7 +20,7 @@ def all_reduce(tensor, op=dist.ReduceOp.SUM):
 
 
 def broadcast_object(obj, src=0):
-    """hvd.broadcast_object: rank src's object on every rank."""
+    """Horovod's broadcast_object: rank src's object on every rank."""
     box = [obj]
     dist.broadcast_object_list(box, src=src)
     return box[0]

@@ -14,17 +14,20 @@ from ddp_helpers import all_reduce, broadcast_object
 class Trainer:
     def __init__(self, model, lr: float, resume: str | None = None):
         self.model = model
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr * dist.get_world_size(), momentum=0.9)
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr * dist.get_world_size(), momentum=0.9)
+        # Horovod's order: wrap first (DistributedOptimizer builds a new optimizer, without the wrapped one's
+        # state), then load on rank 0 and share
+        self.optimizer = optimizer
         self.ema = ModelEMA(model)
         self.step = 0
         if resume and dist.get_rank() == 0:
             self.step = load_checkpoint(resume, self.model, self.optimizer, self.ema)
         self.step = broadcast_object(self.step, 0)
+        self.model_ddp = DDP(self.model.model)
         optimizer_state = [self.optimizer.state_dict()]
         dist.broadcast_object_list(optimizer_state, src=0)
         self.optimizer.load_state_dict(optimizer_state[0])
         self.ema.load_state_dict(broadcast_object(self.ema.state_dict(), 0))
-        self.model_ddp = DDP(self.model.model)
 
     def training_step(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         self.optimizer.zero_grad()
