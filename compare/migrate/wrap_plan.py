@@ -214,29 +214,38 @@ def training_forwards(parsed: Parsed, model: str, functions: list[cst.FunctionDe
                 candidates.append((call, func))  # type: ignore[arg-type]
     candidates = [(c, f) for c, f in candidates if not _under_no_grad(parsed, c)]
     found: dict[int, tuple[cst.Call, str]] = {}
-    all_functions = _functions(parsed)
+    if not candidates:
+        return found
+    if scope is not None and not isinstance(scope, cst.FunctionDef):  # module level: the script's loop
+        for call, what in candidates:
+            if _enclosing(parsed, call, cst.FunctionDef) is None and _Flow(parsed, scope, [call]).back_propagated():
+                found[id(call)] = (call, what)
+    by_function: dict[int, list[tuple[cst.Call, str]]] = {}
+    for call, what in candidates:
+        by_function.setdefault(id(_enclosing(parsed, call, cst.FunctionDef)), []).append((call, what))
     returning: dict[str, list[tuple[cst.Call, str]]] = {}  # a function of the file -> the forwards it returns
+    for function in _functions(parsed):
+        for call, what in by_function.get(id(function), []):
+            flow = _Flow(parsed, function, [call])
+            if flow.back_propagated():
+                found[id(call)] = (call, what)
+            if flow.returned():
+                returning.setdefault(_callable_name(parsed, function), []).append((call, what))
     for _ in range(3):  # a forward returned through up to three functions of the file
-        for function in all_functions:
-            own = [(c, f) for c, f in candidates if _enclosing(parsed, c, cst.FunctionDef) is function]
-            callers = [(c, returning[n]) for c in parsed.findall(m.Call(), function)
-                       if (n := dotted_name(c.func)) in returning]  # type: ignore[attr-defined]
-            for call, what in own:
+        for function in _functions(parsed) if returning else ():
+            for call in parsed.findall(m.Call(), function):
+                inner = returning.get(dotted_name(call.func) or "")  # type: ignore[attr-defined]
+                if inner is None:
+                    continue
                 flow = _Flow(parsed, function, [call])
                 if flow.back_propagated():
-                    found[id(call)] = (call, what)
-                if flow.returned():
-                    returning.setdefault(_callable_name(parsed, function), []).append((call, what))
-            for call, inner in callers:
-                if _Flow(parsed, function, [call]).back_propagated():
                     found.update({id(c): (c, f) for c, f in inner})
-        if scope is not None and not isinstance(scope, cst.FunctionDef):  # module level: the script's loop
-            for call, what in candidates:
-                if _enclosing(parsed, call, cst.FunctionDef) is None and _Flow(parsed, scope, [call]).back_propagated():
-                    found[id(call)] = (call, what)
-    # A call the model's own class defines (`model.compute_loss(x)`) is no inner module: it is told apart below.
-    return {k: v for k, v in found.items() if v[1] == model or v[1].rsplit(".", 1)[1] not in methods} | {
-        k: (v[0], "") for k, v in found.items() if v[1] != model and v[1].rsplit(".", 1)[1] in methods}
+                if flow.returned():
+                    returning.setdefault(_callable_name(parsed, function), []).extend(
+                        pair for pair in inner if pair not in returning.get(_callable_name(parsed, function), []))
+    # A method the model's own class defines (`model.compute_loss(x)`) is no inner module: "" says so.
+    return {key: (call, what if what == model or what.rsplit(".", 1)[1] not in methods else "")
+            for key, (call, what) in found.items()}
 
 
 def trains_arguments(parsed: Parsed, function: cst.FunctionDef) -> tuple[TrainsArgument, ...]:
