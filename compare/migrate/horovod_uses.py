@@ -16,7 +16,8 @@ from compare.migrate.uses_lightning import LightningUses
 from compare.migrate.uses_ray import RayUses
 from compare.migrate.uses_spark import SparkUses, is_spark_front_end
 
-LOADER = re.compile(r"load|resume|restore", re.IGNORECASE)  # a function that may load an optimizer it is handed
+# a function that may load an optimizer it is handed (`load_checkpoint`, `resume`, `restore_state`; not DataLoader)
+LOADER = re.compile(r"(^|_)(load|resume|restore)", re.IGNORECASE)
 
 
 class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
