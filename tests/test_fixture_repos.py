@@ -61,11 +61,11 @@ FIXTURES = {
     "horovod_switch": Fixture(8, "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
                               "train.py", (("lr=args.lr * world_size", "lr=args.lr"),),
                               ("--horovod",), ("--distributed",), ("--horovod",)),
-    # the model left unwrapped in the Trainer (and so no .module)
+    # the model left unwrapped in the Trainer (and so no .module); in the tool's migration, which keeps the model
+    # and trains through the wrapper, the training step's forward through the model itself: DDP never sees it
     "trainer_class": Fixture(10, "trainer.py", (("self.model = DDP(model)", "self.model = model"),
                                                 ("self.model.module.num_classes", "self.model.num_classes")),
-                             "trainer.py", (("self.model = DDP(self.model)", "self.model = self.model"),
-                                            ("self.model.module.num_classes", "self.model.num_classes"))),
+                             "trainer.py", (("logits = self.model_ddp(inputs)", "logits = self.model(inputs)"),)),
     # the wrapper's average flag ignored: the averaged training loss becomes a sum
     "metrics_cpu": Fixture(10, "utils/dist.py", (("    if average:\n        reduced /= torch_dist.get_world_size()\n",
                                                   ""),),
@@ -97,6 +97,28 @@ FIXTURES = {
                                                          ".to(tensor.device)\n",
                                                          "    result = result.to(tensor.device)\n"),),
                             entry=("scripts/train.py",)),
+    # issue 49's classes, each migrated with the model kept and the training forward through the wrapper:
+    # the training step through the inner network itself, not the wrapper (the saver, the EMA and the resume see
+    # the model's own keys on both sides)
+    "trainer_checkpoint": Fixture(10, "trainer.py", (("logits = self.model_ddp(inputs)",
+                                                      "logits = self.model.model(inputs)"),),
+                                  "trainer.py", (("logits = self.model_ddp(inputs)",
+                                                  "logits = self.model.model(inputs)"),)),
+    # the sampled sub-network's forward through the model itself, not the wrapper
+    "supernet_sampling": Fixture(8, "train.py", (("cross_entropy(ddp_model(inputs), labels)",
+                                                  "cross_entropy(model(inputs), labels)"),),
+                                 "train.py", (("cross_entropy(ddp_model(inputs), labels)",
+                                               "cross_entropy(model(inputs), labels)"),)),
+    # two encoders in one optimizer: its averaging dropped, each rank trains its own pair
+    "contrastive_encoders": Fixture(8, "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),),
+                                    "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),)),
+    # a GAN resumed on rank 0 from start.pt, a checkpoint the Horovod original wrote, on both sides: the
+    # generator's forward through the generator itself, not its wrapper
+    "gan_resume": Fixture(8, "train.py", (("fake = ddp_generator(noise(len(real), draws))",
+                                           "fake = generator(noise(len(real), draws))"),),
+                          "train.py", (("fake = ddp_generator(noise(len(real), draws))",
+                                        "fake = generator(noise(len(real), draws))"),),
+                          ("--resume", "start.pt"), ("--resume", "start.pt")),
 }
 NAMES = sorted(FIXTURES)
 
@@ -301,6 +323,30 @@ def test_the_migrated_tree_starts_alone_as_the_original_did(tmp_path):
         assert run.returncode == 0, run.stderr
     losses = [[line for line in run.stdout.splitlines() if line.startswith("step ")] for run in runs]
     assert len(losses[0]) == 8 and losses[0] == losses[1]
+
+
+@pytest.mark.slow
+def test_a_checkpoint_the_horovod_original_wrote_resumes_in_the_migration(tmp_path, horovod_built):
+    """trainer_checkpoint: the original under horovodrun writes a checkpoint (the model's own keys, the optimizer,
+    the EMA); then `compare migrate --verify --entry train.py`, as a user types it, resumes from it on both sides:
+    the migrated code loads it strictly and trains on as the original does. (A migration that rebinds the model
+    to its DDP wrapper saves and expects `module.` keys, and its EMA, matched by key, raises KeyError.)"""
+    import torch
+
+    checkpoint = tmp_path / "first.pt"
+    ok(launch("horovodrun", REPOS / "trainer_checkpoint", ("train.py",), ("--save", str(checkpoint))))
+    keys = list(torch.load(checkpoint, map_location="cpu", weights_only=True)["model"])
+    assert keys and not any(key.startswith("module.") for key in keys), keys
+    result = subprocess.run(
+        [sys.executable, "-m", "compare", "migrate", str(REPOS / "trainer_checkpoint"), "-o", str(tmp_path / "out"),
+         "--verify", "--entry", "train.py", "--verify-out", str(tmp_path / "verify"), "--timeout", "240", "--",
+         "--epochs", "1", "--resume", str(checkpoint)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == Exit.OK, result.stdout + result.stderr
+    assert re.search(r"^parity holds: ", result.stdout, re.MULTILINE), result.stdout
+    migrated = "".join(p.read_text() for p in (tmp_path / "out").rglob("*.py"))
+    assert "self.model_ddp = DDP(self.model.model)" in migrated
+    assert "self.model.module" not in migrated and "model_ddp.module" not in migrated  # (ema.module is the EMA's)
 
 
 def test_the_module_handed_to_code_outside_the_repository_is_flagged_not_called_done(tmp_path, capsys):

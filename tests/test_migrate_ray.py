@@ -96,7 +96,7 @@ def test_ray_executor_becomes_one_torch_trainer_fit():
     assert "init_process_group" not in code and "destroy_process_group" not in code and "import torch.distributed" \
         not in code
     for text in ["lr=lr * ray.train.get_context().get_world_size(), momentum=0.9)\n"
-                 "    model = ray.train.torch.prepare_model(model)\n",
+                 "    ddp_model = ray.train.torch.prepare_model(model)\n",
                  "DistributedSampler(dataset, seed=seed)",
                  "if ray.train.get_context().get_world_rank() == 0:",
                  'value = fn(*config["args"], **config["kwargs"])',
@@ -168,8 +168,9 @@ def test_ray_train_horovod_trainer_becomes_torch_trainer():
             '                       torch_config=TorchConfig())\n'
             'result = trainer.fit()\n') in code
     assert "from ray.train.torch import TorchConfig, TorchTrainer" in code
-    assert 'torch.save(getattr(model, "module", model).state_dict(), "model.pt")' in code  # one worker: no .module
-    assert "model = ray.train.torch.prepare_model(model)\n    for step in range(3):" in code
+    assert 'torch.save(model.state_dict(), "model.pt")' in code  # the model itself: its own keys, wrapped or not
+    assert "ddp_model = ray.train.torch.prepare_model(model)\n    for step in range(3):" in code
+    assert "loss = ddp_model(torch.ones(2, 4)).sum()" in code
     dropped = next(c for c in migration.changes if c.before.startswith("horovod_config="))
     assert dropped.after == "torch_config=TorchConfig()" and dropped.note.endswith("Dropped here: timeout_s=60, "
                                                                                    "verbose=2.")
@@ -202,7 +203,9 @@ def test_an_elastic_ray_job_is_flagged_and_the_rest_rewritten(tmp_path, capsys):
     assert "return opts.lr if opts.adasum else opts.lr * ray.train.get_context().get_world_size()" in code
     assert "    if ray.train.get_context().get_world_rank() == 0:\n        print(f\"held out:" in code
     assert "            sampler = DistributedSampler(train_set)\n" in code
-    assert "    net = ray.train.torch.prepare_model(net)\n    if compression is not None:" in code
+    # trained through the elastic state (`state.model(pixels)`), which no wrapper can reach: Horovod's averaging
+    # at step() stays (the elastic part needs a person anyway)
+    assert "    optimizer = average_gradients_at_step(optimizer)\n" in code
     assert "    return all_reduce_mean(torch.tensor(value)).item()" in code
     # what stays needs its imports to resolve
     assert "import horovod.torch as hvd" in code and "from horovod.ray import ElasticRayExecutor" in code

@@ -54,10 +54,11 @@ def test_inner_range_loop_syncs_on_its_last_pass():
             "    passes = range(0, len(inputs), args.micro_batch)\n"
             "    for start in passes:\n") in code
     assert ("        micro_loss = micro_loss / math.ceil(len(inputs) / args.micro_batch)\n"
-            "        with contextlib.nullcontext() if start == passes[-1] else model.no_sync():\n"
+            "        with contextlib.nullcontext() if start == passes[-1] else ddp_model.no_sync():\n"
             "            micro_loss.backward()\n"
             "    optimizer.step()\n") in code
-    assert "import contextlib" in code and "model = DDP(model)" in code and "hvd" not in code
+    assert "import contextlib" in code and "ddp_model = DDP(model)" in code and "hvd" not in code
+    assert "F.cross_entropy(ddp_model(inputs[start:stop]), labels[start:stop])" in code  # the training forward
     by_note = {change.note: change for change in migration.changes}
     assert by_note[notes.INNER_ACCUMULATION].line == HEAD.count("\n") + 9  # the backward() line
     assert by_note[notes.INNER_LOOP_RANGE].after == ("passes = range(0, len(inputs), args.micro_batch); "
@@ -86,10 +87,11 @@ for data, target in loader:
     code = migration.code
     # `passes` is taken by the script: the range gets another name
     assert "    passes_2 = range(len(data) - 1, -1, -args.batch_size)\n    for j in passes_2:\n" in code
-    assert "with contextlib.nullcontext() if j == passes_2[-1] else model.no_sync():\n            loss.backward()" \
-        in code
+    assert "with contextlib.nullcontext() if j == passes_2[-1] else ddp_model.no_sync():\n" \
+           "            loss.backward()" in code
     assert "    for is_last_pass, (x, y) in mark_last(zip(data.chunk(4), target.chunk(4))):\n" in code
-    assert "with contextlib.nullcontext() if is_last_pass else model.no_sync():\n            loss.backward()" in code
+    assert "with contextlib.nullcontext() if is_last_pass else ddp_model.no_sync():\n            loss.backward()" \
+        in code
     assert "def mark_last(iterable):" in code
     assert any(c.note == notes.INNER_LOOP_ITERABLE for c in migration.changes)
 
@@ -109,7 +111,7 @@ class _FakeDDP:
         finally:
             self.syncing = True
 
-    def loss(self, item):
+    def __call__(self, item):  # the forward: its result is back-propagated
         model = self
 
         class Loss:
@@ -132,18 +134,18 @@ def test_generated_loop_syncs_exactly_on_the_last_pass(loop, items):
     source = HEAD + f"""
 for batch in loader:
     for item in {loop}:
-        loss = make_loss(item)
+        loss = model(item)
         loss.backward()
     optimizer.step()
 """
     code = migrate_source(source).code
     body = "\n".join(line for line in code.splitlines()
-                     if not line.lstrip().startswith(("import ", "from ", "dist.", "if not dist.", "model = DDP(")))
+                     if not line.lstrip().startswith(("import ", "from ", "dist.", "if not dist.", "ddp_model = DDP(")))
     body = body.split("model = torch.nn.Linear(4, 2)\n")[0] + body.split("optimizer = torch.optim.SGD(")[1].split(
         "\n", 1)[1]
     model = _FakeDDP()
     steps = []
-    namespace = {"contextlib": contextlib, "model": model, "make_loss": model.loss, "loader": [None],
+    namespace = {"contextlib": contextlib, "ddp_model": model, "loader": [None],
                  "optimizer": type("Optimizer", (), {"step": lambda self: steps.append(1)})()}
     exec(compile(body, "<migrated>", "exec"), namespace)
     assert model.backwards == [(item, index == len(items) - 1) for index, item in enumerate(items)]
@@ -348,6 +350,6 @@ def test_an_inline_compression_expression_becomes_one_bound_hook(compression, ho
     migration = migrate_source(source)
     assert not migration.flags, migration.flags
     assert f"    compression_hook_2 = {hook}\n    if compression_hook_2 is not None:\n" \
-           "        model.register_comm_hook(None, compression_hook_2)\n" in migration.code, migration.code
+           "        ddp_model.register_comm_hook(None, compression_hook_2)\n" in migration.code, migration.code
     assert "hvd" not in migration.code
     ast.parse(migration.code)

@@ -55,7 +55,7 @@ def test_a_gans_second_model_keeps_its_averaging_at_step():
     code before, the second model was silently left training alone (exit 0, "Nothing")."""
     migration = migrate_source(_source("gan"))
     code = migration.code
-    assert "netD = DDP(netD)" in code
+    assert "ddp_netD = DDP(netD)" in code
     assert "optimizerG = average_gradients_at_step(optimizerG)" in code
     assert "for tensor in (netG.state_dict()).values():\n    dist.broadcast(tensor, src=0)" in code  # kept equal
     assert not [f for f in migration.flags if f.category == "model not wrapped"]
@@ -65,7 +65,7 @@ def test_an_ema_copys_broadcast_stays_a_broadcast():
     migration = migrate_source(_source("ema"))
     assert migration.flags == []
     assert "for tensor in (model_ema.state_dict()).values():\n    dist.broadcast(tensor, src=0)" in migration.code
-    assert "model = DDP(model)" in migration.code
+    assert "ddp_model = DDP(model)" in migration.code
     assert any("EMA copy" in change.note for change in migration.changes)
 
 
@@ -76,9 +76,28 @@ def test_the_wrapped_models_own_broadcast_is_still_dropped():
 
 # ---- class 5: trained through forward ------------------------------------------------------------------------
 
-def test_a_model_trained_through_another_method_is_flagged(tmp_path):
+def test_a_model_trained_through_another_method_keeps_horovods_averaging_and_is_flagged(tmp_path):
+    """`loss = model.compute_loss(batch)`: no forward a DDP wrapper could run, so no wrapper; the optimizer
+    averages its gradients at step() as Horovod's did (it trains the same), and the flag says why there is no
+    DDP, at the optimizer's line, naming the method's line."""
     lines, _ = _flagged("compute_loss", tmp_path)
-    assert [_line("compute_loss", n).strip() for n in lines["bypasses DDP"]] == ["loss = model.compute_loss(batch)"]
+    assert [_line("compute_loss", n).strip() for n in lines["training forward not found"]] == [
+        "optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())"]
+    migration = migrate_source(_source("compute_loss"))
+    assert "optimizer = average_gradients_at_step(optimizer)" in migration.code and "DDP(" not in migration.code
+    assert "(line 61)" in next(f.why for f in migration.flags if f.category == "training forward not found")
+
+
+def test_a_forward_of_the_model_itself_back_propagated_after_the_wrap_is_found():
+    """The planted bug of the new shape: the training step calls the model, not the wrapper (its gradients are
+    never averaged); an evaluation forward under no_grad is fine."""
+    source = _source("plain")
+    code = migrate_source(source).code
+    assert "output = ddp_model(data)" in code
+    planted = code.replace("output = ddp_model(data)", "output = model(data)")
+    assert [(f.category, f.code) for f in check_output(source, planted)] == [("bypasses DDP", "output = model(data)")]
+    evaluation = code + "with torch.no_grad():\n    loss = F.cross_entropy(model(data), target)\n    loss.backward()\n"
+    assert check_output(source, evaluation) == []
 
 
 # ---- class 6: DDP after apex's amp.initialize; find_unused_parameters where part of the model is frozen -----
@@ -86,13 +105,13 @@ def test_a_model_trained_through_another_method_is_flagged(tmp_path):
 def test_ddp_is_made_after_amp_initialize():
     migration = migrate_source(_source("apex_amp"))
     assert migration.flags == []
-    assert "model, optimizer = amp.initialize(model, optimizer, opt_level=args.opt_level)\nmodel = DDP(model)\n" \
+    assert "model, optimizer = amp.initialize(model, optimizer, opt_level=args.opt_level)\nddp_model = DDP(model)\n" \
         in migration.code
     # the order before: the check names it
-    before = migration.code.replace("model = DDP(model)\n", "").replace(
+    before = migration.code.replace("ddp_model = DDP(model)\n", "").replace(
         "optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)\n",
         "optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)\n"
-        "model = DDP(model)\n")
+        "ddp_model = DDP(model)\n")
     assert [f.category for f in check_output(_source("apex_amp"), before)] == ["DDP before amp"]
 
 
@@ -107,11 +126,12 @@ def supernet_verified(tmp_path_factory, horovod_built):
 def test_a_sampled_sub_network_gets_find_unused_parameters():
     migration = migrate_source(_source("supernet"))
     assert migration.flags == []
-    assert "model = DDP(model, find_unused_parameters=True)" in migration.code
+    assert "ddp_model = DDP(model, find_unused_parameters=True)" in migration.code
+    assert any("draws at random" in c.note for c in migration.changes)  # the report says why
     # without it, the check names the wrap
     bare = migration.code.replace("DDP(model, find_unused_parameters=True)", "DDP(model)")
     assert [(f.category, f.code) for f in check_output(_source("supernet"), bare)] == [
-        ("unused parameters", "model = DDP(model)")]
+        ("unused parameters", "ddp_model = DDP(model)")]
 
 
 @pytest.mark.slow
@@ -141,13 +161,13 @@ for epoch in range(3):
 
 def test_parameters_frozen_while_training_get_find_unused_parameters():
     migration = migrate_source(FROZEN_BACKBONE.format(what="everything"))
-    assert "model = DDP(model, find_unused_parameters=True)" in migration.code
+    assert "ddp_model = DDP(model, find_unused_parameters=True)" in migration.code
     assert migration.flags == []
 
 
 def test_a_model_never_frozen_gets_plain_ddp():
     plain = migrate_source(_source("plain")).code
-    assert "model = DDP(model)" in plain and "find_unused_parameters" not in plain
+    assert "ddp_model = DDP(model)" in plain and "find_unused_parameters" not in plain
 
 
 # ---- class 8: collectives every rank reaches -----------------------------------------------------------------
@@ -184,12 +204,18 @@ def test_a_condition_on_whether_the_job_is_distributed_is_not_a_rank_condition()
     assert check_output(source, source) == []
 
 
-# ---- class 9: `.module` only where the model is wrapped -------------------------------------------------------
+# ---- class 9: no `.module`: the model keeps its keys on every path --------------------------------------------
 
-def test_module_where_the_model_is_wrapped_on_one_path_only_is_flagged(tmp_path):
-    lines, _ = _flagged("horovod_switch", tmp_path)
-    assert [_line("horovod_switch", n).strip() for n in lines["module off the wrap"]] == [
-        'torch.save(model.state_dict(), os.path.join(run_dir, "model.pt"))']
+def test_a_model_wrapped_on_one_path_only_saves_the_same_keys_on_both(tmp_path):
+    """The wrap is under a switch: the model itself is saved on both paths, no `.module` (which failed where the
+    model is not wrapped) and no flag; a `.module` planted where the wrap does not reach is still found."""
+    out = tmp_path / "horovod_switch_ddp.py"
+    assert compare_main(["migrate", str(CORPUS / "horovod_switch.py"), "-o", str(out)]) == 0
+    code = out.read_text()
+    assert ".module" not in code and 'torch.save(model.state_dict(), os.path.join(run_dir, "model.pt"))' in code
+    planted = code.replace("ddp_model = DDP(model)", "model = DDP(model)").replace(
+        "ddp_model(", "model(").replace("torch.save(model.state_dict()", "torch.save(model.module.state_dict()")
+    assert [f.category for f in check_output(_source("horovod_switch"), planted)] == ["module off the wrap"]
 
 
 # ---- the check of the whole output, both directions ----------------------------------------------------------
@@ -260,4 +286,4 @@ def test_the_report_says_nothing_is_left_only_when_the_check_ran_and_found_nothi
     assert "Nothing: every Horovod use" not in render(unchecked, "plain.py", "plain_ddp.py")
     flagged = migrate_source(_source("compute_loss"))
     text = render(flagged, "compute_loss.py", "compute_loss_ddp.py")
-    assert "Nothing" not in text and "(result line 62)" in text
+    assert "Nothing" not in text and "training forward not found" in text

@@ -80,10 +80,10 @@ def test_spark_run_becomes_torch_distributor_and_the_function_becomes_ddp():
     assert ast.unparse(train.body[0]) == "if not dist.is_initialized():\n    dist.init_process_group()"
     assert "sampler = torch.utils.data.distributed.DistributedSampler(dataset, seed=seed)" in code
     assert "optimizer = torch.optim.SGD(model.parameters(), lr=lr * dist.get_world_size(), momentum=0.9)" in code
-    assert "    model = DDP(model)\n    step = 0\n" in code
+    assert "    ddp_model = DDP(model)\n    step = 0\n" in code
     assert [ast.unparse(s) for s in train.body[-3:]] == [
         "dist.barrier()", "dist.destroy_process_group()",
-        "return {name: tensor.detach().clone() for name, tensor in model.module.state_dict().items()}"]
+        "return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}"]
     compile(code, "spark_horovod_run_ddp.py", "exec")
     by_note = {change.note: change for change in migration.changes}
     assert by_note[notes.SPARK_RUN].line == 64 and by_note[notes.SPARK_RUN_RESULT].before == "results[0]"

@@ -19,6 +19,7 @@ The rewrite of one file (rewrite.py migrate_source: pass 1 a visitor, pass 2 a t
     uses_spark.py            pass 1: a job Spark starts (horovod.spark.run, sparkdl.HorovodRunner)
     uses_base.py             pass 1: its records and lookups
     passed_on.py             the Horovod module handed on within a file (returned, passed to a function)
+    wrap_plan.py             pass 1: where the model is trained; the DDP wrapper's name and what goes through it
     launch_facts.py          how the original is launched (horovod.run sites, options, front-ends), for --verify
     launches.py              how the users start the repository (README and shell commands, entry points, __main__)
     import_reach.py          from each launch, whether the added helpers resolve as Python would resolve them

@@ -30,8 +30,13 @@ class Category(enum.StrEnum):
     RANK_ONLY_COLLECTIVE = "rank-only collective"
     CPU_TENSOR_ON_NCCL = "CPU tensor on NCCL"
     UNUSED_PARAMETERS = "unused parameters"
+    WRAPPER_ATTRIBUTE = "wrapper attribute"
     NOT_PYTHON = "not Python"
     CHECK_FAILED = "check failed"
     # the driver's (migrate_tree.py)
     HELPERS_UNREACHED = "helpers unreached"
+    # the model and its wrapper (wrap_plan.py)
+    TRAINING_FORWARD_NOT_FOUND = "training forward not found"
+    WRAPPER_HANDED_ON = "wrapper handed on"
+    MODEL_RE_BOUND = "model re-bound"
     OWN_PATH_DIFFERS = "own DDP path differs"  # the route a Horovod switch now takes (switch_routes.py)

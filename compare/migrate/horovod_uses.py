@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
@@ -14,6 +16,9 @@ from compare.migrate.uses_accumulation import AccumulationUses
 from compare.migrate.uses_lightning import LightningUses
 from compare.migrate.uses_ray import RayUses
 from compare.migrate.uses_spark import SparkUses, is_spark_front_end
+
+# a function that may load an optimizer it is handed (`load_checkpoint`, `resume`, `restore_state`; not DataLoader)
+LOADER = re.compile(r"(^|_)(load|resume|restore)", re.IGNORECASE)
 
 
 class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
@@ -157,6 +162,9 @@ class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
             receiver = get_full_name_for_node(node.func.value)  # type: ignore[union-attr]
             if receiver:
                 self.loaded_optimizers.add(receiver)
+        elif LOADER.search((get_full_name_for_node(node.func) or "").rsplit(".", 1)[-1]):
+            # `load_checkpoint(path, model, optimizer)`: the optimizer may be loaded in another module
+            self.loaded_optimizers |= {name for a in node.args if (name := get_full_name_for_node(a.value))}
         elif m.matches(node.func, m.Attribute(attr=m.Name("backward"))):
             stmt = self.statement_of(node)
             if m.matches(stmt, m.SimpleStatementLine(body=[m.Expr(value=m.Call())])):

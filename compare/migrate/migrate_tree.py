@@ -39,6 +39,7 @@ from compare.migrate.normalize import (
     normalize,
 )
 from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
+from compare.migrate.output_parsed import Parsed
 from compare.migrate.repository import (
     Repository,
     SourceFile,
@@ -56,6 +57,7 @@ from compare.migrate.switches import (
     remove_horovod_only_statements,
     remove_horovod_path,
 )
+from compare.migrate.wrap_plan import TrainsArgument, repository_trainers
 from workload.errors import UsageError
 
 PER_WORKER = 8  # files a worker process must have to pay for its start
@@ -214,9 +216,10 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         return tree
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path), repository.files[path].text,
                                   imports[path], accessors, inherited, held) for path in sorted(parsed)}
+    trainers = _trainers_index(repository)
     homes = helpers_homes(set(repository.files), launches, helpers_module) if helpers_module else {}
     jobs = [(path, module.code if done else repository.files[path].text, homes[path][1] if homes else None,
-             helper_names, path in entries) for path, (module, done, _) in normalized.items()]
+             helper_names, path in entries, trainers) for path, (module, done, _) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
     workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
     if workers > 1:
@@ -228,7 +231,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     else:
         results = [_rewrite(job) for job in jobs]
     files = []
-    for (path, _, _, _, _), result in zip(jobs, results, strict=True):
+    for (path, *_), result in zip(jobs, results, strict=True):
         done = normalized[path][1]
         if isinstance(result, str):  # nothing migratable in it
             if done or repository.single_file:
@@ -248,6 +251,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         _drop_spent_constants(result, normalized[path][2] | spent_elsewhere)
         _without_horovod_only_statements(result)
         result.flags += _leftovers(result)
+        _refuse_own_unbound_names(path, result)
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
         raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
@@ -412,19 +416,45 @@ def _rename(code: str, old: str, new: str) -> str:
     return "".join(lines)
 
 
-def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool]) -> Migration | str:
+def _refuse_own_unbound_names(path: str, migration: Migration) -> None:
+    """A name the result reads that nothing binds, where the original bound it, is the rewrite's own doing (an
+    argument read where it is not bound, a statement it removed): the migration fails with the line (exit 2),
+    never a flag on the user's code and never a tree written that raises NameError."""
+    for flag in migration.flags:
+        if flag.category == Category.UNBOUND_NAME:
+            raise UsageError(f"{path}: the migration wrote a name that nothing binds, at line "
+                             f"{flag.result_line or flag.line} of the result ({flag.code}): {flag.why}; nothing is "
+                             "written (a fault of the tool: please report it with this file)")
+
+
+def _trainers_index(repository: Repository) -> dict[str, tuple[TrainsArgument, ...]]:
+    """The repository's functions that train a model they receive (`train_step(generator, ...)` in a module
+    without Horovod), by `module.function`: a file that hands its model to one hands it the DDP wrapper. Only
+    files that call backward() are read."""
+    index: dict[str, tuple[TrainsArgument, ...]] = {}
+    for source in repository.files.values():
+        if "backward(" in source.text:
+            try:
+                index.update(repository_trainers(Parsed(source.text), source.module_names))
+            except cst.ParserSyntaxError:
+                continue  # said where the file is migrated, if it is
+    return index
+
+
+def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool, dict[str, tuple[TrainsArgument, ...]]],
+             ) -> Migration | str:
     """One file's rewrite (in a worker process, maybe): the Migration, or why the file is not migratable.
 
     The rewrite names torch.distributed `dist`. Where the file binds `dist` itself (`from utils import dist`),
     its own `dist` is held aside under a placeholder while the rewrite runs, and torch.distributed takes a name
     the file does not use (`torch_dist`): neither shadows the other."""
-    _, code, helpers_module, helper_names, end_of_job = job
+    _, code, helpers_module, helper_names, end_of_job, trainers = job
     names = tokenize_names(code)
     own = "dist" in names
     held = unique_name("repository_dist", names) if own else ""
     try:
         migration = migrate_source(_rename(code, "dist", held) if own else code, helpers_module=helpers_module,
-                                   helper_names=helper_names, end_of_job=end_of_job)
+                                   helper_names=helper_names, end_of_job=end_of_job, trainers=trainers)
     except NotMigratable as exc:
         return str(exc)
     if own:

@@ -59,9 +59,20 @@ PREDIVIDE = ("gradient_predivide_factor only splits the division by the world si
              "average is the same up to rounding.")
 DDP_WRAP = ("The model is wrapped in DistributedDataParallel here, where Horovod's state was in place (after "
             "broadcast_parameters and DistributedOptimizer): DDP broadcasts rank 0's parameters and buffers now "
-            "and averages gradients in every backward(). Saving and loading use model.module.")
-MODULE_STATE = ("The DDP wrapper's own state_dict keys start with 'module.': use the inner module's so "
-                "checkpoints keep the plain keys the Horovod script wrote (and read its old ones).")
+            "and averages gradients in every backward() of what its forward computed. It is bound to a name of its "
+            "own: the model keeps its name, class and state-dict keys, so saving, loading, an EMA, its attributes "
+            "and evaluation use the model as before (no .module), and only the training step's forward goes "
+            "through the wrapper.")
+TRAIN_THROUGH_WRAPPER = ("The training step's forward (its result is back-propagated) goes through the DDP wrapper: "
+                         "DDP's reducer is armed by its own forward, so the backward() of this result averages the "
+                         "gradients over the ranks, as Horovod's DistributedOptimizer did.")
+COMPRESSION_CARRIED = ("compression= is read where the DistributedOptimizer was made, and kept on the object: the DDP "
+                       "wrapper is made in another method, where that argument is not bound, and registers it as its "
+                       "communication hook there.")
+WRAPPER_UNWRAPPED_PATH = ("The model is wrapped in DDP under this condition only: on the other path the name of the "
+                          "wrapper is the model itself, so the training step trains it as before.")
+WRAPPER_HANDED = ("This function trains the model it receives (a forward whose result is back-propagated): it gets "
+                  "the DDP wrapper, so its backward() averages the gradients over the ranks.")
 COMPRESSION = "hvd.Compression.fp16 -> DDP's fp16_compress_hook: gradients travel as float16, averaged, cast back."
 COMPRESSION_NONE = "No compression: no communication hook."
 COMPRESSION_HOOK = ("compression=: a DDP communication hook. Both cast to float16 for the transfer and average; "
@@ -214,8 +225,6 @@ RAY_RANK = ("From Ray Train's context (ray.train.get_context()): the same number
 RAY_WRAP = ("ray.train.torch.prepare_model moves the model to the worker's device and wraps it in "
             "DistributedDataParallel (when there is more than one worker), where Horovod's state was in place: DDP "
             "broadcasts rank 0's parameters and buffers and averages the gradients in every backward().")
-RAY_MODULE_STATE = ("prepare_model wraps only when there is more than one worker: the inner module's state_dict, "
-                    "when there is one, keeps the plain keys the Horovod script wrote.")
 RAY_TRAINER = ("Ray Train's HorovodTrainer (deprecated, and raising as soon as it is built on Train V2) -> "
                "TorchTrainer: the same arguments but horovod_config, which becomes torch_config. The training "
                "function gets the same config, context and reporting; on Train V2 the Result's metrics are those "
@@ -334,8 +343,6 @@ SPENT_CONSTANT = ("This constant only named the Horovod module a loader imported
 HOROVOD_NAME_KEPT = ("The name \"horovod\" is kept where a user chooses it (a backend's or a registry's key, a "
                      "command-line choice): it now selects the migrated, torch.distributed code. Rename it when "
                      "your users are told.")
-MODULE_ATTRIBUTE = ("An attribute of the model itself: DistributedDataParallel does not forward attributes it "
-                    "does not have, so it is read from the module it wraps (.module).")
 # Collectives that keep their meaning (issue 42, classes 1, 2, 3, 7): each note says the precondition and how it holds
 ALLREDUCE_AT_RUN_TIME = (
     "The reduction is a variable (a wrapper's `average=average` or `op=op`): all_reduce_average_or_op resolves it "
@@ -348,11 +355,10 @@ REDUCTION_NAME = ("A Horovod reduction named outside an allreduce call (a defaul
 # barriers: what each rewrite needs").
 DDP_AFTER_AMP = ("Wrapped after apex's amp.initialize, not where Horovod's state was in place: amp.initialize "
                  "raises on a model already in DistributedDataParallel (apex's documented order).")
-FIND_UNUSED = ("find_unused_parameters=True: the script turns requires_grad off on part of the model while it "
-               "trains, or its forward draws at random which parts run, so some parameters get no gradient in a "
-               "step, which DDP otherwise waits for (an error at the next step). Not the same in one way: Horovod's "
-               "optimizer gave a parameter no rank used a zero gradient (so momentum and weight decay still moved "
-               "it), where DDP leaves its .grad None and the optimizer skips it.")
+FIND_UNUSED = ("find_unused_parameters=True, because {why}: some parameters may get no gradient in a step, which "
+               "DDP otherwise waits for (an error at the next step). Not the same in one way: Horovod's optimizer "
+               "gave a parameter no rank used a zero gradient (so momentum and weight decay still moved it), where "
+               "DDP leaves its .grad None and the optimizer skips it.")
 BROADCAST_OTHER_MODEL = ("Kept as a broadcast: `{name}` is not the model wrapped in DDP (an EMA copy, a teacher), "
                          "so nothing else makes its parameters equal on every rank.")
 PROBE = ("The Horovod probe asked whether this could run as a Horovod job; now the question is whether torchrun "

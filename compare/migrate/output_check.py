@@ -10,7 +10,10 @@ many files checks each the same way. Each finding is a line of the result and wh
                          __import__), a HOROVOD_* variable: only horovodrun sets those
     model not wrapped    parameters given to an optimizer, of a model never wrapped in DDP, in a script whose
                          Horovod optimizer averaged gradients
-    bypasses DDP         a wrapped model trained through a method other than forward: DDP's hooks never run
+    bypasses DDP         a wrapped model trained through a method other than forward, or (where the wrapper has
+                         a name of its own) a forward of the model itself whose result is back-propagated: DDP's
+                         hooks never run
+    wrapper attribute    an attribute of the model read on the DDP wrapper, which has none of them
     DDP before amp       apex's amp.initialize after the DDP wrap of its model (it raises)
     module off the wrap  model.module where the model is wrapped under a condition the use is not under
     rank-only collective a collective (or a function that makes one) under a rank condition: the other ranks

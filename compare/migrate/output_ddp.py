@@ -14,6 +14,7 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate.flag_category import Category
 from compare.migrate.output_parsed import Finding, Parsed
 from compare.migrate.syntax import dotted_name
+from compare.migrate.wrap_plan import training_forwards
 
 # nn.Module's and DDP's own methods: calling these on a wrapped model is not training through another method.
 MODULE_METHODS = {
@@ -102,8 +103,10 @@ def _aliases(result: Parsed, wrapped: set[str]) -> set[str]:
     for assign in result.findall(m.Assign(value=m.Name() | m.Attribute())):
         value = _name(assign.value)  # type: ignore[attr-defined]
         for target in assign.targets:  # type: ignore[attr-defined]
-            if _name(target.target) in wrapped and value:
-                names.add(value)
+            bound = _name(target.target)
+            for name in wrapped if value else ():
+                if name == bound or name.startswith(f"{bound}."):  # the inner module: `self.model.model`
+                    names.add(value + name[len(bound):])
     return names
 
 
@@ -130,7 +133,8 @@ def _optimizer_averaged(result: Parsed, call: cst.Call, averaged: set[str]) -> b
 
 
 def _covered(model: str, wrapped: set[str]) -> bool:
-    return any(model == w or model.startswith(w + ".") for w in wrapped)
+    """Wrapped itself, as a part of a wrapped model, or through the inner module its training forward calls."""
+    return any(model == w or model.startswith(w + ".") or w.startswith(model + ".") for w in wrapped)
 
 
 def check_models(original: Parsed, result: Parsed) -> list[Finding]:
@@ -149,22 +153,89 @@ def check_models(original: Parsed, result: Parsed) -> list[Finding]:
                                            "as the other model is, or average its gradients by hand)"))
     for model, calls in wraps.items():
         first = min(result.line(c) for c in calls)
-        findings += _other_methods(result, model, first)
+        wrappers = {w for c in calls if (w := _bound_to(result, c)) and w != model}
+        if wrappers:  # `ddp_model = DDP(model)`: the model stays itself; only training must go through the wrapper
+            for call in calls:
+                findings += _raw_training(result, model, call)
+            for wrapper in wrappers:
+                findings += _wrapper_attributes(result, wrapper, first)
+        else:         # `model = DDP(model)`: every later use of the name is the wrapper's
+            findings += _other_methods(result, model, min(calls, key=result.line))
+            findings += _module_off_the_wrap(result, model, calls)
         findings += _amp_after(result, model, first)
-        findings += _module_off_the_wrap(result, model, calls)
         findings += _unused_parameters(result, model, calls)
     return findings
 
 
-def _in_function(result: Parsed, node: cst.CSTNode) -> bool:
+def _bound_to(result: Parsed, call: cst.Call) -> str:
+    """The name the wrapper is bound to (`ddp_model = DDP(model)`), or "" where it is not assigned."""
+    parent = result.parents.get(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return _name(parent.targets[0].target)
+    return ""
+
+
+def _raw_training(result: Parsed, model: str, call: cst.Call) -> list[Finding]:
+    """A forward of the model itself whose result is back-propagated, after the wrap: DDP's reducer never sees
+    it, so that step's gradients are not averaged."""
+    statement = result.parents[result.parents[call]]
+    if model.startswith("self."):
+        owner: cst.CSTNode | None = statement
+        while owner is not None and not isinstance(owner, cst.ClassDef):
+            owner = result.parents.get(owner)
+        functions = result.findall(m.FunctionDef(), owner) if owner is not None else []
+        found = training_forwards(result, model, functions)  # type: ignore[arg-type]
+    else:
+        scope: cst.CSTNode = statement
+        while scope is not result.module and not isinstance(scope, cst.FunctionDef):
+            scope = result.parents[scope]
+        found = training_forwards(result, model, scope=scope, after_line=result.line(call))
+    return [result.finding(forward, Category.BYPASSES_DDP,
+                           f"`{_name(forward.func)}(...)`: its result is back-propagated, "
+                           f"but `{model}` is the module inside the DDP wrapper made at line {result.line(call)}, "
+                           "whose reducer never sees this forward: the gradients of this step are not averaged "
+                           "(call the wrapper)")
+            for forward, _ in found.values()]
+
+
+def _wrapper_attributes(result: Parsed, wrapper: str, wrap_line: int) -> list[Finding]:
+    """`ddp_model.num_classes`: the wrapper answers nn.Module's own API and its forward, nothing of the model's."""
+    findings = []
+    for node in result.findall(m.Attribute(attr=m.Name())):
+        if dotted_name(node.value) != wrapper or node.attr.value in MODULE_ATTRIBUTES:  # type: ignore[attr-defined]
+            continue
+        findings.append(result.finding(node, Category.WRAPPER_ATTRIBUTE,
+                                       f"`{wrapper}.{node.attr.value}`: the DDP wrapper "  # type: ignore[attr-defined]
+                                       "has no such attribute (it raises); read it on the model itself"))
+    return findings
+
+
+def _enclosing(result: Parsed, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
     while node is not result.module:
         node = result.parents[node]
-        if isinstance(node, cst.FunctionDef):
-            return True
-    return False
+        if isinstance(node, kind):
+            return node
+    return None
 
 
-def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
+def reached_by_wrap(result: Parsed, node: cst.CSTNode, model: str, wrap: cst.CSTNode) -> bool:
+    """Whether `model` at `node` is the name the wrap rebound, judged per function and in order: after the wrap in
+    its own function; in another method of its class for `self.x`; in another function only for a module-level
+    wrap of a name that function does not bind itself."""
+    here, wrapped_in = _enclosing(result, node, cst.FunctionDef), _enclosing(result, wrap, cst.FunctionDef)
+    if here is wrapped_in:
+        return result.line(node) > result.line(wrap)
+    if model.startswith("self."):
+        return _enclosing(result, node, cst.ClassDef) is _enclosing(result, wrap, cst.ClassDef) is not None
+    if wrapped_in is not None or here is None:
+        return False
+    root = model.split(".")[0]
+    bound = {p.name.value for p in here.params.params} | {  # type: ignore[attr-defined]
+        n for a in result.findall(m.Assign(), here) for t in a.targets for n in [_name(t.target)]}  # type: ignore[attr-defined]
+    return root not in bound
+
+
+def _other_methods(result: Parsed, model: str, wrap: cst.CSTNode) -> list[Finding]:
     findings = []
     for call in result.findall(m.Call(func=m.Attribute())):
         func = call.func  # type: ignore[attr-defined]
@@ -173,7 +244,7 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
         allowed = MODULE_METHODS - {"forward"} if through_module else MODULE_METHODS
         if (receiver != model and not through_module) or method in allowed:
             continue
-        if result.line(call) <= wrap_line and not _in_function(result, call):
+        if not reached_by_wrap(result, call, model, wrap):
             continue
         findings.append(result.finding(call, Category.BYPASSES_DDP,
                                        f"`{receiver}.{method}(...)` trains the wrapped model "
@@ -183,7 +254,7 @@ def _other_methods(result: Parsed, model: str, wrap_line: int) -> list[Finding]:
     for node in result.findall(m.Attribute(value=m.Name(model))):
         parent = result.parents[node]
         if node.attr.value in MODULE_ATTRIBUTES or (isinstance(parent, cst.Call) and parent.func is node) \
-                or (result.line(node) <= wrap_line and not _in_function(result, node)):  # type: ignore[attr-defined]
+                or not reached_by_wrap(result, node, model, wrap):  # type: ignore[attr-defined]
             continue
         findings.append(result.finding(node, Category.BYPASSES_DDP,
                                        f"`{model}.{node.attr.value}`: the DDP wrapper has no "  # type: ignore[attr-defined]
@@ -218,8 +289,8 @@ def _module_off_the_wrap(result: Parsed, model: str, calls: list[cst.Call]) -> l
     tests = {result.module.code_for_node(i.test) for conditions in wrap_conditions for i in conditions}
     findings = []
     for node in result.findall(m.Attribute(attr=m.Name("module"))):
-        if _name(node.value) != model:  # type: ignore[attr-defined]
-            continue
+        if _name(node.value) != model or not reached_by_wrap(result, node, model, calls[0]):  # type: ignore[attr-defined]
+            continue  # another model, or this name where the wrap does not reach (before it, another function)
         if any(result.module.code_for_node(i.test) in tests for i in _conditions(result, node)):
             continue
         findings.append(result.finding(node, Category.MODULE_OFF_THE_WRAP,
@@ -267,7 +338,8 @@ def check_collectives(result: Parsed) -> list[Finding]:
             other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
             if other is not None and _calls(result, guard.body, functions) == _calls(result, other, functions):
                 continue  # every rank makes the same calls, one branch or the other
-            findings.append(result.finding(call, Category.RANK_ONLY_COLLECTIVE, f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
+            findings.append(result.finding(call, Category.RANK_ONLY_COLLECTIVE,
+                                           f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
                                            f"`if {test}:` only: the other ranks never reach it, and the job hangs "
                                            "(make it on every rank, outside the condition)"))
             break

@@ -12,6 +12,8 @@ findings join the flags.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
 import libcst.matchers as m
 from libcst.codemod import CodemodContext
@@ -27,6 +29,7 @@ from compare.migrate.oldest_python import with_free_quotes
 from compare.migrate.output_check import checked_flags
 from compare.migrate.output_parsed import NodeIndex, Parsed
 from compare.migrate.passed_on import module_passed_on
+from compare.migrate.wrap_plan import TrainsArgument, plan_model_wrap
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
@@ -94,16 +97,19 @@ def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | 
 
 
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
-                   end_of_job: bool = True, check: bool = True) -> Migration:
+                   end_of_job: bool = True, check: bool = True,
+                   trainers: Mapping[str, tuple[TrainsArgument, ...]] | None = None) -> Migration:
     """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script. With check (the
     default), the whole result goes through compare.migrate.output_check and its findings join the flags.
 
     For one file of a repository (compare/migrate/migrate_tree.py): `helpers_module`, the module its helpers are
     imported from (else they are added to the file); `helper_names`, the helpers renamed where their own names
-    clash; `end_of_job=False` for a module that is not the job's entry point (it destroys no process group)."""
+    clash; `end_of_job=False` for a module that is not the job's entry point (it destroys no process group);
+    `trainers`, the repository's functions that train a model they receive (wrap_plan.repository_trainers), by
+    `module.function`: the model handed to one gets the DDP wrapper."""
 
     def transformer_for(keep: bool) -> HorovodToDDP:
-        transformer = HorovodToDDP(uses, keep_hvd_import=keep)
+        transformer = HorovodToDDP(uses, keep_hvd_import=keep, plan=plan)
         transformer.helpers_module, transformer.helper_names = helpers_module, helper_names or {}
         transformer.end_of_job = end_of_job
         transformer.passed_on = passed_on
@@ -122,6 +128,23 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
         raise NotMigratable("no Horovod use: the script does not import horovod")
     uses.plan_accumulation()
     uses.flag_elastic_commits()
+    plan = plan_model_wrap(uses, trainers)
+    if plan is not None and not plan.found and not any(f.category == Category.ELASTIC for f in uses.flags):
+        # No forward whose result is back-propagated: no DDP (it would average nothing); the optimizer keeps
+        # Horovod's meaning, its gradients averaged at step().
+        methods = [p.line for p in plan.problems if p.category == Category.BYPASSES_DDP]
+        found = (f"`{plan.model}` is trained through a method of its own (line {', '.join(map(str, methods))}), "
+                 "which a DDP wrapper would not run through its forward" if methods else
+                 f"no call of `{plan.model}` whose result is back-propagated was found")
+        uses.flags.append(Flag(uses.line(plan.wrap_stmt), Category.TRAINING_FORWARD_NOT_FOUND,
+                               uses.code(plan.wrap_stmt),
+                               f"{found}, so no DDP wrapper is made: the optimizer averages its gradients at step() "
+                               f"as Horovod's did. For DDP, wrap the model (`{plan.wrapper} = DDP({plan.model})`) "
+                               f"and call `{plan.wrapper}(...)` in the training step"))
+    if plan is not None and not plan.found:
+        plan = None
+    for problem in plan.problems if plan is not None else ():
+        uses.flags.append(Flag(problem.line, problem.category, uses.parsed.code(problem.line), problem.why))
     passed_on = module_passed_on(original, uses.hvd)
     transformer = transformer_for(False)
     new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))

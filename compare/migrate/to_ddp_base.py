@@ -8,13 +8,12 @@ are made in.
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
-from libcst.helpers import get_full_name_for_node
 
 from compare.migrate.added_helpers import HELPER_IMPORTS, HELPERS
 from compare.migrate.horovod_uses import HorovodUses
 from compare.migrate.migration import Change
-from compare.migrate.syntax import NoAttributeHooks, parameter_names, shortened
+from compare.migrate.syntax import NoAttributeHooks, shortened
+from compare.migrate.wrap_plan import WrapPlan
 
 
 class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
@@ -26,7 +25,7 @@ class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
     end_of_job = True                   # False for a module that is not the job's entry point: it destroys nothing
     passed_on: set[int] = set()         # Names handing on the Horovod module (compare/migrate/passed_on.py)  # noqa: RUF012
 
-    def __init__(self, uses: HorovodUses, keep_hvd_import: bool):
+    def __init__(self, uses: HorovodUses, keep_hvd_import: bool, plan: WrapPlan | None = None):
         super().__init__()
         self.uses = uses
         self.keep_hvd_import = keep_hvd_import
@@ -36,19 +35,16 @@ class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
         # id(updated statement) -> (the statement, what replaces it). The statement is held: a dropped one's id
         # would be reused by a node made later, which would then be replaced in its stead.
         self.expand: dict[int, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
-        self.model = None if uses.lightning else uses.model  # Lightning's strategy wraps the model itself
+        # The wrap of the model the DistributedOptimizer trained (compare/migrate/wrap_plan.py), made in pass 1.
+        # Without one (Lightning's strategy wraps; the model is an argument the caller trains; no training
+        # forward found), the broadcasts stay broadcasts and that optimizer averages its gradients at step().
+        self.plan = plan
         self.dist_import: cst.CSTNode | None = None  # the `import torch.distributed as dist` made from hvd's
-        stmts = [*uses.broadcast_parameters_stmts, *([uses.dist_optimizer_stmt] if uses.dist_optimizer_stmt else [])]
-        # No DDP where the caller would never train through it (a function's argument the function does not
-        # return): the broadcasts stay broadcasts, and a DistributedOptimizer (or one whose model is not named)
-        # averages its gradients at step() instead.
-        if self.model and stmts and _argument_not_returned(uses, self.model, max(stmts, key=uses.line)):
-            self.model = None
-        self.step_hook = uses.dist_optimizer_stmt is not None and not uses.lightning and not self.model
-        self.wrap_stmt = max(stmts, key=uses.line) if (stmts and self.model) else None
-        self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt else None
-        self.wrap_function = uses.enclosing_function(self.wrap_stmt) if self.wrap_stmt is not None else None
-        self.function_depth: list[cst.FunctionDef] = []
+        self.model = plan.model if plan is not None else None
+        self.wrapper = plan.wrapper if plan is not None else None
+        self.step_hook = uses.dist_optimizer_stmt is not None and not uses.lightning and plan is None
+        self.wrap_stmt = plan.wrap_stmt if plan is not None else None
+        self.wrap_line = uses.line(self.wrap_stmt) if self.wrap_stmt is not None else None
 
     # bookkeeping
     def note(self, original: cst.CSTNode, after: str, note: str) -> None:
@@ -67,20 +63,3 @@ class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
                 if "dist." in HELPERS[name]:
                     self.need("torch.distributed", asname="dist")
         return self.helper_names.get(name, name)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.function_depth.append(node)
-
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        self.function_depth.pop()
-        return updated
-
-
-def _argument_not_returned(uses: HorovodUses, model: str, statement: cst.CSTNode) -> bool:
-    """The model is a parameter of the function the optimizer is made in, and that function does not return it:
-    a DDP made there would be a local name the caller never trains through."""
-    function = uses.enclosing_function(statement)
-    if function is None or model not in parameter_names(function):
-        return False
-    returned = {get_full_name_for_node(r.value) for r in m.findall(function.body, m.Return()) if r.value is not None}
-    return model not in returned

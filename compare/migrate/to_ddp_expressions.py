@@ -9,17 +9,9 @@ from libcst.helpers import get_full_name_for_node
 from compare.migrate import notes
 from compare.migrate.horovod_api import INIT_GUARD, LIGHTNING_CALLS, NEEDS_OS, REDUCE_OPS, REDUCTIONS, SIMPLE_CALLS
 from compare.migrate.migration import Change
-from compare.migrate.syntax import argument, dotted_name, parse_expr, shortened
+from compare.migrate.syntax import argument, parse_expr, shortened
 from compare.migrate.to_ddp_base import RewriteBase
 from compare.migrate.uses_lightning import TrainerPlan
-
-# What DistributedDataParallel answers itself, as the nn.Module it is (model.parameters() on the wrapper is the
-# module's); anything else read on the wrapper is the user's module's, reached through .module.
-MODULE_API = {"parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
-              "modules", "named_modules", "train", "eval", "training", "to", "cuda", "cpu", "zero_grad",
-              "state_dict", "load_state_dict", "apply", "requires_grad_", "module", "forward", "half", "float",
-              "double", "register_forward_hook", "register_forward_pre_hook", "no_sync", "register_comm_hook",
-              "join"}
 
 
 class ExpressionRewrites(RewriteBase):
@@ -77,11 +69,16 @@ class ExpressionRewrites(RewriteBase):
             return updated.with_changes(func=cst.Name(self.helper("run_spawned")), args=kept)
         if (get_full_name_for_node(original.func) or "").endswith("DistributedSampler"):
             return self._sampler(original, updated)
-        if self.model and m.matches(original.func, m.Attribute(attr=m.Name("state_dict") | m.Name("load_state_dict"))) \
-                and get_full_name_for_node(original.func.value) == self.model and self._after_wrap(original):  # type: ignore[union-attr]
-            func = updated.func.with_changes(value=parse_expr(f"{self.model}.module"))  # type: ignore[union-attr]
-            self.note(original, f"{self.model}.module.{original.func.attr.value}(...)", notes.MODULE_STATE)  # type: ignore[union-attr]
-            return updated.with_changes(func=func)
+        if self.plan is not None and id(original) in self.plan.forwards:
+            # the training step's forward: through the wrapper, whose reducer the backward() of its result needs
+            self.note(original, f"{self.plan.wrapper}(...)", notes.TRAIN_THROUGH_WRAPPER)
+            return updated.with_changes(func=parse_expr(self.plan.wrapper))
+        return updated
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        if self.plan is not None and id(original) in self.plan.handed:
+            self.note(original.value, self.plan.wrapper, notes.WRAPPER_HANDED)
+            return updated.with_changes(value=parse_expr(self.plan.wrapper))
         return updated
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
@@ -102,9 +99,6 @@ class ExpressionRewrites(RewriteBase):
         return parse_expr(call)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        if self._reads_the_wrapped_model(original):
-            self.note(original, f"{self.model}.module.{original.attr.value}", notes.MODULE_ATTRIBUTE)
-            return updated.with_changes(value=parse_expr(f"{self.model}.module"))
         name = self.uses.hvd_name(original)
         if name == "Compression.fp16":
             self.need("torch.distributed.algorithms.ddp_comm_hooks", "default_hooks")
@@ -184,25 +178,6 @@ class ExpressionRewrites(RewriteBase):
     def _scales(self, call: cst.Call) -> bool:
         parent = self.uses.parents[call]
         return isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)
-
-    def _reads_the_wrapped_model(self, node: cst.Attribute) -> bool:
-        """model.num_classes after model = DDP(model): an attribute of the user's module, which DDP does not
-        forward (nn.Module's own API, and calls, which DDP has or which go through forward, are left)."""
-        if not self.model or dotted_name(node.value) != self.model or node.attr.value in MODULE_API:
-            return False
-        parent = self.uses.parents.get(node)
-        if isinstance(parent, cst.Call) and parent.func is node:
-            return False  # a method call: the model's own methods bypass DDP's hooks (flagged by the check)
-        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.attr is node):
-            return False
-        return self._after_wrap(node)
-
-    def _after_wrap(self, node: cst.CSTNode) -> bool:
-        if self.wrap_line is None or self.uses.line(node) == self.wrap_line:
-            return False
-        if self.function_depth and self.wrap_function not in self.function_depth:
-            return True  # a function: called once training runs, after the wrap
-        return self.uses.line(node) > self.wrap_line
 
     def _allreduce(self, original: cst.Call, updated: cst.Call, name: str) -> cst.BaseExpression:
         """hvd.allreduce(tensor, average=None, name=None, compression=..., op=None, ...): op and average by

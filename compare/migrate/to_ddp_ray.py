@@ -51,13 +51,6 @@ class RayRewrites(ExpressionRewrites, StatementRewrites):
             # the sampler's num_replicas/rank went, and with them the notes of the rank and size read there
             first, last = uses.line(original), uses.positions[original].end.line
             self.changes = [c for c in self.changes if not (first <= c.line <= last and c.note == notes.RAY_RANK)]
-        if self.changes and self.changes[-1].note == notes.MODULE_STATE and isinstance(result, cst.Call) \
-                and isinstance(result.func, cst.Attribute):
-            # prepare_model wraps only with more than one worker: the inner module where there is one
-            inner = f'getattr({self.model}, "module", {self.model})'
-            self.changes[-1].after = f"{inner}.{result.func.attr.value}(...)"
-            self.changes[-1].note = notes.RAY_MODULE_STATE
-            return result.with_changes(func=result.func.with_changes(value=parse_expr(inner)))
         return result
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
@@ -117,15 +110,15 @@ class RayRewrites(ExpressionRewrites, StatementRewrites):
         out = super()._wrap_statements()
         if not self.uses.ray:
             return out
-        model = self.model
+        wrap = f"{self.wrapper} = ray.train.torch.prepare_model({self.plan.wrapped})"  # type: ignore[union-attr]
         self.imports.discard(("torch.nn.parallel", "DistributedDataParallel", "DDP"))
         self.need("ray.train.torch")
-        out[0] = parse_stmt(f"{model} = ray.train.torch.prepare_model({model})")
+        out[0] = parse_stmt(wrap)
         for change in self.changes:
-            if change.note == notes.DDP_WRAP:
-                change.after, change.note = f"{model} = ray.train.torch.prepare_model({model})", notes.RAY_WRAP
+            if change.note.startswith(notes.DDP_WRAP):
+                change.after, change.note = wrap, notes.RAY_WRAP
             elif change.note == notes.BROADCAST_PARAMETERS and change.after:
-                change.after = f"{model} = ray.train.torch.prepare_model({model})"
+                change.after = wrap
         return out
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:

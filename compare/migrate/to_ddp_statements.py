@@ -12,7 +12,6 @@ from compare.migrate import notes
 from compare.migrate.added_helpers import helper_code
 from compare.migrate.horovod_api import INIT_GUARD
 from compare.migrate.migration import Change
-from compare.migrate.output_ddp import samples_sub_networks
 from compare.migrate.repository import tokenize_names, unique_name
 from compare.migrate.syntax import argument, keyword_args, parameter_names, parse_expr, parse_stmt, receiver_of
 from compare.migrate.to_ddp_base import RewriteBase
@@ -22,19 +21,6 @@ from compare.migrate.zero_step import construction_of, unchanged_words, zero_ste
 class StatementRewrites(RewriteBase):
     """The statements replaced whole (each one's replacement held in self.expand until its block is left),
     the loops, and the blocks that take the replacements."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.after_amp = False
-        # apex's amp.initialize raises on a model already in DDP: the wrap goes after the last one in its block
-        if self.wrap_stmt is not None:
-            block = self.uses.parents[self.wrap_stmt]
-            later = [s for s in self.uses.amp_initialize_stmts
-                     if self.uses.parents[s] is block and self.uses.line(s) > (self.wrap_line or 0)]
-            if later:
-                self.wrap_stmt = later[-1]
-                self.wrap_line = self.uses.line(self.wrap_stmt)
-                self.after_amp = True
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                                   ) -> cst.SimpleStatementLine:
@@ -91,7 +77,7 @@ class StatementRewrites(RewriteBase):
             self.changes[-1].note = notes.BROADCAST_OTHER_MODEL.format(name=of)
             return out
         if self.uses.dist_optimizer_stmt is not None and self.model:
-            self.note(original, "" if original is not self.wrap_stmt else f"{self.model} = DDP({self.model})",
+            self.note(original, "" if original is not self.wrap_stmt else f"{self.wrapper} = DDP({self.plan.wrapped})",  # type: ignore[union-attr]
                       notes.BROADCAST_PARAMETERS)
             return []
         return self._broadcast_by_hand(original, call)
@@ -156,17 +142,39 @@ class StatementRewrites(RewriteBase):
         target = self.uses.module.code_for_node(assign.targets[0].target)  # type: ignore[attr-defined]
         value = cst.Module([]).code_for_node(assign.value)  # type: ignore[attr-defined]
         self.note(original, "" if target == value else f"{target} = {value}", self._optimizer_note())
-        return [] if target == value else [updated]
+        out: list[cst.BaseStatement] = [] if target == value else [updated]
+        carried = self._carried_compression()
+        if carried is not None:  # the wrap is made in another method: the argument goes there on the object
+            code = self.uses.module.code_for_node(self._compression().visit(_CompressionHooks(self)))  # type: ignore[union-attr]
+            out.append(parse_stmt(f"{carried} = {code}"))
+            self.note(original, f"{carried} = {code}", notes.COMPRESSION_CARRIED)
+        return out
+
+    def _compression(self) -> cst.BaseExpression | None:
+        call = self.uses.dist_optimizer_call
+        return keyword_args(call).get("compression") if call is not None else None
+
+    def _carried_compression(self) -> str | None:
+        """The attribute that carries a compression= the DistributedOptimizer read to the method the wrap is made
+        in (an argument of the constructor is unbound there), or None where the wrap reads it in place."""
+        compression = self._compression()
+        if compression is None or self.plan is None or self.uses.hvd_name(compression) in (
+                "Compression.fp16", "Compression.none") or not self.plan.model.startswith("self."):
+            return None
+        made_in = self.uses.enclosing_function(self.uses.dist_optimizer_stmt)  # type: ignore[arg-type]
+        if made_in is None or made_in is self.uses.enclosing_function(self.wrap_stmt):  # type: ignore[arg-type]
+            return None
+        return "self." + unique_name("ddp_compression_hook", tokenize_names(self.uses.module.code))
 
     def _accumulating_backward(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                                ) -> list[cst.BaseStatement]:
         """backward() under model.no_sync() but on the passes Horovod reduces on (backward_passes_per_step=k)."""
         condition, note = self.uses.accumulate[id(original)]
         body = cst.Module([]).code_for_node(updated.with_changes(leading_lines=())).strip()
-        out = [parse_stmt(f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync():\n"
+        out = [parse_stmt(f"with contextlib.nullcontext() if {condition} else {self.wrapper}.no_sync():\n"
                           f"    {body}\n")]
         self.need("contextlib")
-        self.note(original, f"with contextlib.nullcontext() if {condition} else {self.model}.no_sync(): ...",
+        self.note(original, f"with contextlib.nullcontext() if {condition} else {self.wrapper}.no_sync(): ...",
                   note)
         return out
 
@@ -182,13 +190,15 @@ class StatementRewrites(RewriteBase):
         return " ".join(parts)
 
     def _wrap_statements(self) -> list[cst.BaseStatement]:
-        model = self.model
+        plan = self.plan
+        assert plan is not None
+        model = plan.wrapper  # what the comm hook is registered on
         self.need("torch.nn.parallel", "DistributedDataParallel", "DDP")
-        frozen = model in self.uses.frozen_models or any(f.startswith(f"{model}.") for f in self.uses.frozen_models) \
-            or samples_sub_networks(self.uses.parsed, model or "")
-        wrap = f"{model} = DDP({model}, find_unused_parameters=True)" if frozen else f"{model} = DDP({model})"
+        unused = ", find_unused_parameters=True" if plan.find_unused else ""
+        wrap = f"{plan.wrapper} = DDP({plan.wrapped}{unused})"
         out = [parse_stmt(wrap)]
-        note = " ".join([notes.DDP_AFTER_AMP if self.after_amp else notes.DDP_WRAP, *[notes.FIND_UNUSED] * frozen])
+        note = " ".join([notes.DDP_AFTER_AMP if plan.after_amp else notes.DDP_WRAP,
+                         *([notes.FIND_UNUSED.format(why=plan.find_unused)] if plan.find_unused else [])])
         self.changes.append(Change(self.wrap_line or 0, self.uses.code(self.wrap_stmt), wrap, note))
         call = self.uses.dist_optimizer_call
         compression = keyword_args(call).get("compression") if call is not None else None
@@ -196,6 +206,8 @@ class StatementRewrites(RewriteBase):
             if self.uses.hvd_name(compression) == "Compression.fp16":
                 self.need("torch.distributed.algorithms.ddp_comm_hooks", "default_hooks")
                 out.append(parse_stmt(f"{model}.register_comm_hook(None, default_hooks.fp16_compress_hook)"))
+            elif (carried := self._carried_compression()) is not None:
+                out.append(parse_stmt(f"if {carried} is not None:\n    {model}.register_comm_hook(None, {carried})\n"))
             elif self.uses.hvd_name(compression) != "Compression.none":
                 # A name (`compression=compression`) is rewritten where it is bound; any other expression
                 # (`hvd.Compression.fp16 if args.fp16 else hvd.Compression.none`) is rewritten here, bound
@@ -226,12 +238,27 @@ class StatementRewrites(RewriteBase):
             return updated
         self.need("torch.distributed.algorithms.join", "Join")
         loop = updated.with_changes(leading_lines=())
-        wrapped = cst.With(items=[cst.WithItem(parse_expr(f"Join([{self.model}])"))],
+        wrapped = cst.With(items=[cst.WithItem(parse_expr(f"Join([{self.wrapper}])"))],
                            body=cst.IndentedBlock(body=[loop]), leading_lines=updated.leading_lines)
-        self.note(original, f"with Join([{self.model}]):  # around this loop", notes.JOIN)
+        self.note(original, f"with Join([{self.wrapper}]):  # around this loop", notes.JOIN)
         return wrapped
 
+    def _bind_before_guard(self, original: cst.CSTNode, updated: cst.BaseStatement) -> None:
+        """Before the if/try the wrap is made under, the wrapper is bound to the model itself: the path that does
+        not wrap trains the model as it did."""
+        if self.plan is None or original is not self.plan.guard:
+            return
+        bound = parse_stmt(f"{self.plan.wrapper} = {self.plan.wrapped}").with_changes(
+            leading_lines=updated.leading_lines)
+        self.expand[id(updated)] = (updated, [bound, updated.with_changes(leading_lines=())])
+        self.note(original, f"{self.plan.wrapper} = {self.plan.wrapped}", notes.WRAPPER_UNWRAPPED_PATH)
+
+    def leave_Try(self, original: cst.Try, updated: cst.Try) -> cst.Try:
+        self._bind_before_guard(original, updated)
+        return updated
+
     def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
+        self._bind_before_guard(original, updated)
         if original in self.uses.rank_guards:
             what = [word for word, found in (("saving", m.findall(original.body, m.Call(func=m.Attribute(
                 attr=m.Name("save"))))), ("printing", m.findall(original.body, m.Call(func=m.Name("print")))))

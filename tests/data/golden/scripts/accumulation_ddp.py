@@ -40,15 +40,15 @@ def main():
     model = nn.Sequential(nn.Linear(64, 48), nn.Tanh(), nn.Linear(48, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     # Horovod: allreduce only on every k-th backward pass.
-    model = DDP(model)
+    ddp_model = DDP(model)
 
     with recorder.Recorder(os.environ.get("RUN_DIR", "runs/accumulation"), options=vars(args), seed=args.seed) as rec:
         for epoch in range(args.epochs):
             sampler.set_epoch(epoch)
             micro_losses = []
             for batch_idx, (data, target) in enumerate(loader):
-                loss = F.cross_entropy(model(data), target) / args.accum_steps
-                with contextlib.nullcontext() if (batch_idx + 1) % args.accum_steps == 0 else model.no_sync():
+                loss = F.cross_entropy(ddp_model(data), target) / args.accum_steps
+                with contextlib.nullcontext() if (batch_idx + 1) % args.accum_steps == 0 else ddp_model.no_sync():
                     loss.backward()
                 micro_losses.append(loss.item())
                 if (batch_idx + 1) % args.accum_steps == 0:

@@ -27,13 +27,13 @@ model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))
 # Horovod: scale learning rate by lr_scaler (1 with Adasum).
 lr_scaler = dist.get_world_size() if not args.use_adasum else 1
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * lr_scaler)
-model = DDP(model)
+ddp_model = DDP(model)
 generator = torch.Generator().manual_seed(dist.get_rank())
 with recorder.Recorder(os.environ.get("RUN_DIR", "runs/adasum"), options=vars(args)) as rec:
     for _ in range(20):
         data, target = torch.randn(16, 16, generator=generator), torch.randint(0, 2, (16,), generator=generator)
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr * lr_scaler, samples=16)

@@ -39,7 +39,7 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sample
 
 model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-model = DDP(model)
+ddp_model = DDP(model)
 scaler = torch.amp.GradScaler(device, enabled=device == "cuda")
 amp_dtype = torch.float16 if device == "cuda" else torch.bfloat16
 
@@ -50,7 +50,7 @@ for epoch in range(args.epochs):
         data, target = data.to(device), target.to(device)
         optimizer.zero_grad()
         with torch.autocast(device, dtype=amp_dtype):
-            loss = F.cross_entropy(model(data), target)
+            loss = F.cross_entropy(ddp_model(data), target)
         scaler.scale(loss).backward()
         # Horovod: make sure all async allreduces are done before unscaling.
         scaler.unscale_(optimizer)

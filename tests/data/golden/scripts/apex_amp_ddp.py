@@ -37,14 +37,14 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sample
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).cuda()
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)
 model, optimizer = amp.initialize(model, optimizer, opt_level=args.opt_level)
-model = DDP(model)
+ddp_model = DDP(model)
 
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)
     for data, target in loader:
         data, target = data.cuda(), target.cuda()
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         with amp.scale_loss(loss, optimizer) as scaled_loss:
             scaled_loss.backward()
         optimizer.step()

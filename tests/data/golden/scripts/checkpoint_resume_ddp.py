@@ -66,7 +66,7 @@ if args.resume and dist.get_rank() == 0:
     optimizer.load_state_dict(checkpoint["optimizer"])
 
 # Horovod: broadcast parameters & optimizer state.
-model = DDP(model)
+ddp_model = DDP(model)
 optimizer_state = [optimizer.state_dict()]
 dist.broadcast_object_list(optimizer_state, src=0)
 optimizer.load_state_dict(optimizer_state[0])
@@ -74,7 +74,7 @@ optimizer.load_state_dict(optimizer_state[0])
 
 def save_checkpoint(epoch):
     if dist.get_rank() == 0:
-        state = {"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}
         torch.save(state, os.path.join(run_dir, f"checkpoint-{epoch}.pt"))
 
 
@@ -83,7 +83,7 @@ for epoch in range(resume_from_epoch, args.epochs):
     sampler.set_epoch(epoch)
     for data, target in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr, samples=len(data))

@@ -76,7 +76,7 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sample
 
 encoder = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
 optimizer = torch.optim.SGD(encoder.parameters(), lr=args.lr)
-encoder = DDP(encoder)
+ddp_encoder = DDP(encoder)
 
 
 def nt_xent(z1, z2, temperature):
@@ -100,7 +100,7 @@ for epoch in range(args.epochs):
         view1 = batch + 0.1 * torch.randn(batch.shape, generator=noise)
         view2 = batch + 0.1 * torch.randn(batch.shape, generator=noise)
         optimizer.zero_grad()
-        loss = nt_xent(encoder(view1), encoder(view2), args.temperature)
+        loss = nt_xent(ddp_encoder(view1), ddp_encoder(view2), args.temperature)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr, samples=len(batch))

@@ -64,7 +64,7 @@ test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=64, sampler=t
 
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
-model = DDP(model)
+ddp_model = DDP(model)
 
 
 def evaluate():
@@ -86,7 +86,7 @@ for epoch in range(args.epochs):
     train_sampler.set_epoch(epoch)
     for data, target in train_loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data.to(device)), target.to(device))
+        loss = F.cross_entropy(ddp_model(data.to(device)), target.to(device))
         loss.backward()
         optimizer.step()
         rec.step(loss.item(), lr=args.lr * dist.get_world_size(), samples=len(data))

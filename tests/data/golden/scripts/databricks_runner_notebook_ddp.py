@@ -47,13 +47,13 @@ def fit_classifier(epochs=2, batch_size=16, base_lr=0.05, seed=3):
     criterion = nn.BCEWithLogitsLoss()
     # more processes, larger global batch: the step size grows with them
     opt = torch.optim.Adam(net.parameters(), lr=base_lr * dist.get_world_size())
-    net = DDP(net)
+    ddp_net = DDP(net)
     done = 0
     for epoch in range(epochs):
         part.set_epoch(epoch)
         for inputs, targets in batches:
             opt.zero_grad()
-            loss = criterion(net(inputs), targets)
+            loss = criterion(ddp_net(inputs), targets)
             loss.backward()
             opt.step()
             done += 1
@@ -62,7 +62,7 @@ def fit_classifier(epochs=2, batch_size=16, base_lr=0.05, seed=3):
     dist.barrier()
     dist.destroy_process_group()
     # identical on every process once the gradients are averaged: whichever process's copy reaches the driver
-    return {key: value.detach().clone() for key, value in net.module.state_dict().items()}
+    return {key: value.detach().clone() for key, value in net.state_dict().items()}
 
 
 # COMMAND ----------

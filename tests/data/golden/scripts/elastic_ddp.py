@@ -16,7 +16,7 @@ if not dist.is_initialized():
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * dist.get_world_size())
-model = DDP(model)
+ddp_model = DDP(model)
 
 
 @hvd.elastic.run
@@ -24,7 +24,7 @@ def train(state):
     for state.batch in range(state.batch, 40):  # noqa: B020 (Horovod's elastic idiom)
         data, target = torch.randn(16, 16), torch.randint(0, 2, (16,))
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         if state.batch % 10 == 0:

@@ -44,7 +44,7 @@ model_ema.requires_grad_(False)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
 for tensor in (model_ema.state_dict()).values():
     dist.broadcast(tensor, src=0)
-model = DDP(model)
+ddp_model = DDP(model)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/ema"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
@@ -52,7 +52,7 @@ for epoch in range(args.epochs):
     for data, target in loader:
         data = data + 0.01 * torch.randn_like(data)
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         with torch.no_grad():

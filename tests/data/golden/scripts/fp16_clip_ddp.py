@@ -44,16 +44,16 @@ optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
 compression = default_hooks.fp16_compress_hook if args.fp16_allreduce else None
 
 # Horovod: wrap optimizer with DistributedOptimizer.
-model = DDP(model)
+ddp_model = DDP(model)
 if compression is not None:
-    model.register_comm_hook(None, compression)
+    ddp_model.register_comm_hook(None, compression)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/fp16_clip"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)
     for data, target in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         # Horovod: wait for the averaged gradients before clipping them.
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)

@@ -22,14 +22,19 @@ def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
     """hvd.DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
     model is another module's, or a function's argument): before each step(), every gradient the optimizer
     updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
-    overlap of communication with backward)."""
+    overlap of communication with backward). As Horovod's synchronize(): every parameter that requires a
+    gradient, in the optimizer's order on every rank, a zero where this rank's backward() gave it none, so that
+    ranks that used other parameters still make the same collectives."""
     def average_gradients(optimizer, args, kwargs):
         for group in optimizer.param_groups:
             for parameter in group["params"]:
-                if parameter.grad is not None:
-                    dist.all_reduce(parameter.grad, op=op)
-                    if average:
-                        parameter.grad.div_(dist.get_world_size())
+                if not parameter.requires_grad:
+                    continue
+                if parameter.grad is None:
+                    parameter.grad = torch.zeros_like(parameter)
+                dist.all_reduce(parameter.grad, op=op)
+                if average:
+                    parameter.grad.div_(dist.get_world_size())
     optimizer.register_step_pre_hook(average_gradients)
     return optimizer
 
@@ -62,7 +67,7 @@ optimizerG = torch.optim.Adam(netG.parameters(), lr=args.lr * dist.get_world_siz
 # Horovod: broadcast both models from rank 0, and average the gradients of each.
 for tensor in (netG.state_dict()).values():
     dist.broadcast(tensor, src=0)
-netD = DDP(netD)
+ddp_netD = DDP(netD)
 optimizerG = average_gradients_at_step(optimizerG)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/gan"), options=vars(args), seed=args.seed)
@@ -75,13 +80,13 @@ for epoch in range(args.epochs):
         optimizerD.zero_grad()
         noise = torch.randn(len(real), args.nz)
         fake = netG(noise)
-        errD = (F.binary_cross_entropy_with_logits(netD(real), ones)
-                + F.binary_cross_entropy_with_logits(netD(fake.detach()), zeros))
+        errD = (F.binary_cross_entropy_with_logits(ddp_netD(real), ones)
+                + F.binary_cross_entropy_with_logits(ddp_netD(fake.detach()), zeros))
         errD.backward()
         optimizerD.step()
         # (2) update G: maximize log(D(G(z)))
         optimizerG.zero_grad()
-        errG = F.binary_cross_entropy_with_logits(netD(fake), ones)
+        errG = F.binary_cross_entropy_with_logits(ddp_netD(fake), ones)
         errG.backward()
         optimizerG.step()
         rec.step(errG, loss_d=errD.item(), samples=len(real))

@@ -69,14 +69,14 @@ class CenteredClassifier(nn.Module):
 
 model = CenteredClassifier()
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)
-model = DDP(model)
+ddp_model = DDP(model)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/global_centering"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)
     for batch, target in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(batch), target)
+        loss = F.cross_entropy(ddp_model(batch), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr, samples=len(batch))

@@ -47,13 +47,13 @@ def train(lr, epochs, seed, run_dir):
     loader = torch.utils.data.DataLoader(dataset, batch_size=32, sampler=sampler)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=lr * dist.get_world_size())
-    model = DDP(model)
+    ddp_model = DDP(model)
     with recorder.Recorder(run_dir, options={"lr": lr, "epochs": epochs}, seed=seed) as rec:
         for epoch in range(epochs):
             sampler.set_epoch(epoch)
             for data, target in loader:
                 optimizer.zero_grad()
-                loss = F.cross_entropy(model(data), target)
+                loss = F.cross_entropy(ddp_model(data), target)
                 loss.backward()
                 optimizer.step()
                 rec.step(loss, lr=lr, samples=len(data))

@@ -43,18 +43,19 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sample
 
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * world_size, momentum=0.5)
+ddp_model = model
 if args.horovod:
-    model = DDP(model)
+    ddp_model = DDP(model)
 
 rec = recorder.Recorder(run_dir, options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)
     for data, target in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, samples=len(data))
 if rank == 0:
-    torch.save(model.module.state_dict(), os.path.join(run_dir, "model.pt"))
+    torch.save(model.state_dict(), os.path.join(run_dir, "model.pt"))
 rec.close()

@@ -47,7 +47,7 @@ model = nn.Sequential(nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 10))
 # Each step sees micro-batches x processes times the samples of one micro-batch on one process.
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * args.micro_batches * dist.get_world_size(),
                             momentum=args.momentum)
-model = DDP(model)
+ddp_model = DDP(model)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/inner_accumulation"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
@@ -60,8 +60,8 @@ for epoch in range(args.epochs):
         passes = range(0, len(inputs), args.micro_batch)
         for start in passes:
             stop = start + args.micro_batch
-            micro_loss = F.cross_entropy(model(inputs[start:stop]), labels[start:stop]) / backward_passes
-            with contextlib.nullcontext() if start == passes[-1] else model.no_sync():
+            micro_loss = F.cross_entropy(ddp_model(inputs[start:stop]), labels[start:stop]) / backward_passes
+            with contextlib.nullcontext() if start == passes[-1] else ddp_model.no_sync():
                 micro_loss.backward()  # adds to .grad: averaged over the processes once, after the last pass
             step_loss += micro_loss.item()
         optimizer.step()  # one update for all the passes

@@ -57,7 +57,7 @@ test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=64, sampler=t
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 # Horovod: scale learning rate by the number of workers.
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
-model = DDP(model)
+ddp_model = DDP(model)
 
 
 def metric_average(val, name):
@@ -91,7 +91,7 @@ for epoch in range(args.epochs):
     train_sampler.set_epoch(epoch)
     for data, target in train_loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr * dist.get_world_size(), samples=len(data))

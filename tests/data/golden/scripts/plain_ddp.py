@@ -53,7 +53,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size
 # Horovod: broadcast parameters & optimizer state.
 
 # Horovod: wrap optimizer with DistributedOptimizer.
-model = DDP(model)
+ddp_model = DDP(model)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/plain"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
@@ -62,7 +62,7 @@ for epoch in range(args.epochs):
     train_sampler.set_epoch(epoch)
     for batch_idx, (data, target) in enumerate(train_loader):
         optimizer.zero_grad()
-        output = model(data)
+        output = ddp_model(data)
         loss = F.cross_entropy(output, target)
         loss.backward()
         optimizer.step()

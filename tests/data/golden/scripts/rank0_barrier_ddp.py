@@ -49,14 +49,14 @@ loader = torch.utils.data.DataLoader(train, batch_size=args.batch_size, sampler=
 
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
-model = DDP(model)
+ddp_model = DDP(model)
 
 rec = recorder.Recorder(run_dir, options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)
     for data, target in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, samples=len(data))
@@ -64,7 +64,7 @@ for epoch in range(args.epochs):
         with torch.no_grad():
             accuracy = (model(features[1280:]).argmax(1) == labels[1280:]).float().mean().item()
         print(f"epoch {epoch}: held-out accuracy {accuracy:.3f}")
-        torch.save(model.module.state_dict(), os.path.join(run_dir, f"checkpoint-{epoch}.pt"))
+        torch.save(model.state_dict(), os.path.join(run_dir, f"checkpoint-{epoch}.pt"))
         # let the other ranks go on once the checkpoint is written
         broadcast_copy(torch.tensor(epoch), 0)
 rec.close()

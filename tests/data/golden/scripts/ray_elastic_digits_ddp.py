@@ -23,7 +23,6 @@ from torch.utils.data.distributed import DistributedSampler
 
 from workload.digits import load_digits
 import ray.train
-import ray.train.torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -41,6 +40,27 @@ def all_reduce_mean(tensor):
         result = tensor + (result - tensor).detach()
         result.register_hook(all_reduce_mean)
     return result
+
+
+def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
+    """hvd.DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
+    model is another module's, or a function's argument): before each step(), every gradient the optimizer
+    updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
+    overlap of communication with backward). As Horovod's synchronize(): every parameter that requires a
+    gradient, in the optimizer's order on every rank, a zero where this rank's backward() gave it none, so that
+    ranks that used other parameters still make the same collectives."""
+    def average_gradients(optimizer, args, kwargs):
+        for group in optimizer.param_groups:
+            for parameter in group["params"]:
+                if not parameter.requires_grad:
+                    continue
+                if parameter.grad is None:
+                    parameter.grad = torch.zeros_like(parameter)
+                dist.all_reduce(parameter.grad, op=op)
+                if average:
+                    parameter.grad.div_(dist.get_world_size())
+    optimizer.register_step_pre_hook(average_gradients)
+    return optimizer
 
 
 def options():
@@ -82,9 +102,7 @@ def worker_job(opts):
 
     optimizer = torch.optim.SGD(net.parameters(), lr=step_size(), momentum=0.8)
     compression = default_hooks.fp16_compress_hook if opts.fp16 else None
-    net = ray.train.torch.prepare_model(net)
-    if compression is not None:
-        net.register_comm_hook(None, compression)
+    optimizer = average_gradients_at_step(optimizer)
 
     def on_reset():  # workers joined or left: the world size changed
         for group in optimizer.param_groups:

@@ -48,13 +48,13 @@ def train_fn(lr, steps, seed, batch_size=32):
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     # Horovod: scale the learning rate by the number of workers.
     optimizer = torch.optim.SGD(model.parameters(), lr=lr * ray.train.get_context().get_world_size(), momentum=0.9)
-    model = ray.train.torch.prepare_model(model)
+    ddp_model = ray.train.torch.prepare_model(model)
     step, epoch = 0, 0
     while step < steps:
         sampler.set_epoch(epoch)
         for data, target in loader:
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(data), target)
+            loss = F.cross_entropy(ddp_model(data), target)
             loss.backward()
             optimizer.step()
             step += 1

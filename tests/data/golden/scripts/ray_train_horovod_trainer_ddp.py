@@ -30,12 +30,12 @@ def train_func(config):
     loader = torch.utils.data.DataLoader(dataset, batch_size=32, sampler=sampler)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"] * ray.train.get_context().get_world_size())
-    model = ray.train.torch.prepare_model(model)
+    ddp_model = ray.train.torch.prepare_model(model)
     for epoch in range(config["epochs"]):
         sampler.set_epoch(epoch)
         for batch, (data, target) in enumerate(loader):
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(data), target)
+            loss = F.cross_entropy(ddp_model(data), target)
             loss.backward()
             optimizer.step()
             if ray.train.get_context().get_world_rank() == 0:

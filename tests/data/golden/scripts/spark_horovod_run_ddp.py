@@ -32,13 +32,13 @@ def train(lr, epochs, batch_size, seed):
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     # Horovod: scale the learning rate by the number of workers.
     optimizer = torch.optim.SGD(model.parameters(), lr=lr * dist.get_world_size(), momentum=0.9)
-    model = DDP(model)
+    ddp_model = DDP(model)
     step = 0
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
         for data, target in loader:
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(data), target)
+            loss = F.cross_entropy(ddp_model(data), target)
             loss.backward()
             optimizer.step()
             step += 1
@@ -46,7 +46,7 @@ def train(lr, epochs, batch_size, seed):
                 print(f"epoch {epoch} step {step} loss {loss.item():.6f}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
-    return {name: tensor.detach().clone() for name, tensor in model.module.state_dict().items()}
+    return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
 
 
 if __name__ == "__main__":

@@ -32,13 +32,13 @@ def train_hvd(learning_rate=0.02, epochs=2, batch_size=32, seed=0):
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     # Horovod: the learning rate grows with the number of workers.
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate * dist.get_world_size(), momentum=0.9)
-    model = DDP(model)
+    ddp_model = DDP(model)
     step = 0
     for epoch in range(epochs):
         train_sampler.set_epoch(epoch)
         for data, target in train_loader:
             optimizer.zero_grad()
-            loss = F.nll_loss(F.log_softmax(model(data), dim=1), target)
+            loss = F.nll_loss(F.log_softmax(ddp_model(data), dim=1), target)
             loss.backward()
             optimizer.step()
             step += 1
@@ -47,7 +47,7 @@ def train_hvd(learning_rate=0.02, epochs=2, batch_size=32, seed=0):
     dist.barrier()
     dist.destroy_process_group()
     # The weights are the same on every rank (Horovod averages the gradients): whichever rank's reach the driver.
-    return {name: tensor.detach().clone() for name, tensor in model.module.state_dict().items()}
+    return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
 
 
 if __name__ == "__main__":

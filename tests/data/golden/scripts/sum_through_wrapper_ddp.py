@@ -78,7 +78,7 @@ test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=64, sampler=t
 
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
-model = DDP(model)
+ddp_model = DDP(model)
 
 
 def test():
@@ -102,7 +102,7 @@ for epoch in range(args.epochs):
     seen = torch.zeros(())
     for data, target in train_loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         seen += len(data)

@@ -52,14 +52,14 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sample
 
 model = SuperNet()
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size())
-model = DDP(model, find_unused_parameters=True)
+ddp_model = DDP(model, find_unused_parameters=True)
 
 rec = recorder.Recorder(os.environ.get("RUN_DIR", "runs/supernet"), options=vars(args), seed=args.seed)
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)
     for data, target in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, samples=len(data))

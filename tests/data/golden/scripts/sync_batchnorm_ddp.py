@@ -41,7 +41,7 @@ class Net(nn.Module):
 
 model = Net().cuda()
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size())
-model = DDP(model)
+ddp_model = DDP(model)
 
 generator = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
 with recorder.Recorder(os.environ.get("RUN_DIR", "runs/sync_batchnorm"), options=vars(args), seed=args.seed) as rec:
@@ -49,7 +49,7 @@ with recorder.Recorder(os.environ.get("RUN_DIR", "runs/sync_batchnorm"), options
         data = torch.randn(args.batch_size, 3, 8, 8, generator=generator).cuda()
         target = torch.randint(0, 10, (args.batch_size,), generator=generator).cuda()
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr, samples=args.batch_size)

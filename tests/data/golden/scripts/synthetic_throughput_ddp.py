@@ -64,16 +64,16 @@ def main() -> None:
     # averaged gradients of size-times more images per step: the rate grows with the ranks
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * dist.get_world_size())
     compression = default_hooks.fp16_compress_hook if opts.fp16_allreduce else None
-    model = DDP(model)
+    ddp_model = DDP(model)
     if compression is not None:
-        model.register_comm_hook(None, compression)
+        ddp_model.register_comm_hook(None, compression)
 
     images = torch.randn(opts.batch_size, 3, side, side, device=device)
     labels = torch.randint(0, CLASSES, (opts.batch_size,), device=device)
 
     def one_batch() -> None:
         optimizer.zero_grad()
-        F.cross_entropy(model(images), labels).backward()
+        F.cross_entropy(ddp_model(images), labels).backward()
         optimizer.step()
 
     printing = dist.get_rank() == 0

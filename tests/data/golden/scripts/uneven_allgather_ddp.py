@@ -81,7 +81,7 @@ test_features, test_labels = features[test_indices], labels[test_indices]
 
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.5)
-model = DDP(model)
+ddp_model = DDP(model)
 
 
 def evaluate():
@@ -102,7 +102,7 @@ for epoch in range(args.epochs):
     train_sampler.set_epoch(epoch)
     for data, target in train_loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(data), target)
+        loss = F.cross_entropy(ddp_model(data), target)
         loss.backward()
         optimizer.step()
         rec.step(loss, lr=args.lr * dist.get_world_size(), samples=len(data))

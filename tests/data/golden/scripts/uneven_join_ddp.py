@@ -42,14 +42,14 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size)
 
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
-model = DDP(model)
+ddp_model = DDP(model)
 
 step = 0
 for epoch in range(args.epochs):
-    with Join([model]):
+    with Join([ddp_model]):
         for data, target in loader:
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(data), target)
+            loss = F.cross_entropy(ddp_model(data), target)
             loss.backward()
             optimizer.step()
             step += 1

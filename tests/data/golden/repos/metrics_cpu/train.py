@@ -28,7 +28,7 @@ def main() -> None:
                                                         args.seed)
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)
-    model = DDP(model)
+    ddp_model = DDP(model)
 
     step = 0
     for epoch in range(1, args.epochs + 1):
@@ -36,7 +36,7 @@ def main() -> None:
         train_meter = AverageMeter("train_loss")
         for images, labels in train_loader:
             optimizer.zero_grad()
-            loss = nn.functional.cross_entropy(model(images), labels)
+            loss = nn.functional.cross_entropy(ddp_model(images), labels)
             loss.backward()
             optimizer.step()
             step += 1

@@ -13,14 +13,14 @@ class Trainer:
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr * dist.get_world_size(), weight_decay=weight_decay)
         horovod_zero_gradient_step(optimizer, keep_state=False)
         self.optimizer = optimizer
-        self.model = DDP(self.model)
+        self.model_ddp = DDP(self.model)
         self.criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
         self.step = 0
 
     def training_step(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         self.optimizer.zero_grad()
-        logits = self.model(inputs)
-        assert logits.shape[1] == self.model.module.num_classes
+        logits = self.model_ddp(inputs)
+        assert logits.shape[1] == self.model.num_classes
         loss = self.criterion(logits, labels)
         loss.backward()
         self.optimizer.step()

@@ -33,14 +33,14 @@ def main() -> None:
     opt_d = torch.optim.Adam(discriminator.parameters(), lr=lr, betas=(0.5, 0.999))
     for tensor in (discriminator.state_dict()).values():
         dist.broadcast(tensor, src=0)
-    generator = DDP(generator)
+    ddp_generator = DDP(generator)
     opt_d = average_gradients_at_step(opt_d)
 
     step = 0
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         for (real,) in loader:
-            g_loss, d_loss = train_step(generator, discriminator, opt_g, opt_d, real, noise.sample(len(real)))
+            g_loss, d_loss = train_step(ddp_generator, discriminator, opt_g, opt_d, real, noise.sample(len(real)))
             step += 1
             if dist.get_rank() == 0:
                 print(f"step {step} loss {g_loss.item():.6f} d_loss {d_loss.item():.6f}", flush=True)

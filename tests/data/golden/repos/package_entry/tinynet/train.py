@@ -33,14 +33,14 @@ def main(dist, args: argparse.Namespace) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * dist.get_world_size(), momentum=0.9)
     for tensor in (ema.module.state_dict()).values():
         dist.broadcast(tensor, src=0)
-    model = DDP(model)
+    ddp_model = DDP(model)
 
     step = 0
     for epoch in range(1, args.epochs + 1):
         sampler.set_epoch(epoch)
         for inputs, labels in train_loader:
             optimizer.zero_grad()
-            loss = nn.functional.cross_entropy(model(inputs), labels)
+            loss = nn.functional.cross_entropy(ddp_model(inputs), labels)
             loss.backward()
             optimizer.step()
             ema.update(model)

@@ -1,0 +1,51 @@
+"""Entry point: horovodrun -np 2 -H localhost:2 --gloo python train.py --epochs 1
+
+One sub-network per step, drawn from a generator seeded alike on every rank, so every rank trains the same
+sub-network. Plain SGD: a parameter no rank used gets a zero gradient from Horovod, and none from DDP; without
+momentum or weight decay both leave it where it is."""
+
+import argparse
+
+import horovod.torch as hvd
+import torch
+from torch import nn
+
+from data import CLASSES, FEATURES, make_loader
+from supernet import SuperNet
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32, help="per worker")
+    parser.add_argument("--lr", type=float, default=0.05, help="per worker: scaled by the world size")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+
+    hvd.init()
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    loader, sampler = make_loader(args.batch_size, hvd.rank(), hvd.size(), args.seed)
+    model = SuperNet(FEATURES, CLASSES)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    architectures = torch.Generator().manual_seed(args.seed)
+
+    step = 0
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        model.train()
+        for inputs, labels in loader:
+            model.sample_subnet(architectures)
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(inputs), labels)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if hvd.rank() == 0:
+                print(f"step {step} loss {loss.item():.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

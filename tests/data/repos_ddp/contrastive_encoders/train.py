@@ -1,0 +1,52 @@
+"""Entry point: torchrun --standalone --nproc-per-node 2 train.py --epochs 1
+
+Two encoders trained by one optimizer: one DistributedOptimizer averages the gradients of both."""
+
+import argparse
+
+import torch
+import torch.distributed as dist
+
+from data import FIRST, SECOND, make_loader
+from ddp_helpers import average_gradients_at_step
+from encoders import Encoder, info_nce
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32, help="per worker")
+    parser.add_argument("--lr", type=float, default=0.005, help="per worker: scaled by the world size")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+
+    dist.init_process_group()
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    loader, sampler = make_loader(args.batch_size, dist.get_rank(), dist.get_world_size(), args.seed)
+    first_encoder, second_encoder = Encoder(FIRST), Encoder(SECOND)
+    params = list(first_encoder.parameters()) + list(second_encoder.parameters())
+    optimizer = torch.optim.Adam(params, lr=args.lr * dist.get_world_size())
+    for tensor in (first_encoder.state_dict()).values():
+        dist.broadcast(tensor, src=0)
+    for tensor in (second_encoder.state_dict()).values():
+        dist.broadcast(tensor, src=0)
+    optimizer = average_gradients_at_step(optimizer)
+
+    step = 0
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for first, second in loader:
+            optimizer.zero_grad()
+            loss = info_nce(first_encoder(first), second_encoder(second))
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if dist.get_rank() == 0:
+                print(f"step {step} loss {loss.item():.6f}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
