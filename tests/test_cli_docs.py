@@ -203,7 +203,7 @@ def test_the_readme_lists_every_exit_status():
 
 def test_the_readme_first_screen_holds_the_three_tasks():
     # Before you start (what the set-up needs, installs and takes), then the three tasks.
-    first = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:56]
+    first = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:60]
     text = "\n".join(first)
     for command in ("make compare", "make test", "python -m compare migrate path/to/repo -o repo_ddp",
                     "python -m compare migrate train.py", "python -m compare run", "python -m compare check",

@@ -93,6 +93,8 @@ def test_the_compare_run_sample_is_what_the_renderer_prints_for_its_records():
     (report.json's analysis, comparison.json, the rounds' design; stored with the sample) by the code that
     printed it, so that a change to what the run prints fails here until the sample is made again."""
     from compare.commands.report import terminal_lines
+    from compare.commands.run import window_line
+    from compare.commands.sequential_rounds import forecast_line
     from compare.render.speed import stop_line
 
     shown = said_when("compare-run")
@@ -102,7 +104,14 @@ def test_the_compare_run_sample_is_what_the_renderer_prints_for_its_records():
     comparison = json.loads((out / "comparison.json").read_text())
     design = json.loads((out / "runs" / "sequential.json").read_text())
     states = [level["speed"]["sequential"] if level.get("speed") else None for level in analysis["levels"]]
-    expected = [f"comparing {compared}", stop_line(design, states),
+    said_as_it_ran = []  # the windows chosen from round 1, then the first look's forecast (the design keeps both)
+    if design.get("windows"):
+        said_as_it_ran.append(window_line({int(ws): w for ws, w in design["windows"].items()}))
+    forecasts = [own["forecast"] for _, own in sorted(design["world_sizes"].items(), key=lambda kv: int(kv[0]))
+                 if own.get("forecast")]
+    if forecasts:
+        said_as_it_ran.append(forecast_line(forecasts, int(design.get("planned_rounds") or 0) or None))
+    expected = [f"comparing {compared}", *said_as_it_ran, stop_line(design, states),
                 *terminal_lines(analysis, comparison, compared, comparison["comparison_wall_s"],
                                 Path("results/run/report.md"))]
     assert shown == expected, "the compare-run sample is not what compare run prints for its records: make samples"
