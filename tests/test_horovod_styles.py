@@ -184,10 +184,10 @@ PLANTED = {
                              "            optimizer.step()\n"),
 }
 HARMLESS = {
-    "reduction='sum' divided by the batch": ("loss = F.nll_loss(model(images), labels)\n",
-                                             "loss = F.nll_loss(model(images), labels, reduction='sum') / "
+    "reduction='sum' divided by the batch": ("loss = F.nll_loss(ddp_model(images), labels)\n",
+                                             "loss = F.nll_loss(ddp_model(images), labels, reduction='sum') / "
                                              "len(images)\n"),
-    "another bucket size": ("model = DDP(model)", "model = DDP(model, bucket_cap_mb=1)"),
+    "another bucket size": ("ddp_model = DDP(model)", "ddp_model = DDP(model, bucket_cap_mb=1)"),
 }
 
 

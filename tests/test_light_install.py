@@ -10,6 +10,7 @@ them all."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def test_hvd_compare_migrates_a_repository(light, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"migrate: wrote {out} (MIGRATION.md inside)")
     assert "import torch.distributed as dist" in (out / "train.py").read_text() + (out / "trainer.py").read_text()
-    assert "horovod" not in (out / "trainer.py").read_text()
+    assert not re.search(r"import horovod|horovod\.torch|\bhvd\.", (out / "trainer.py").read_text())
     assert (out / "MIGRATION.md").is_file()
 
 
@@ -77,7 +78,7 @@ def test_verify_says_in_one_line_what_it_needs(light, tmp_path):
     out = tmp_path / "trainer_ddp"
     result = run(light, "migrate", str(REPOSITORY), "-o", str(out), "--verify", "--entry", "train.py", cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
-    assert result.stderr.startswith("python -m compare: error: --verify needs torch, scipy")
+    assert result.stderr.startswith("hvd-compare: error: --verify needs torch, scipy")
     assert "scripts/setup.sh (the `compare` extra" in result.stderr
     assert not out.exists()
 

@@ -326,7 +326,7 @@ def test_wrong_hand_translation_fails_the_check(verified):
 def test_clipping_added_on_one_side_of_inner_accumulation_fails(verified):
     out, _ = verified
     code = (out / "inner_accumulation_ddp.py").read_text()
-    step = "        optimizer.step()\n"
+    step = "        optimizer.step()  # one update for all the passes\n"
     assert step in code
     planted = out / "inner_accumulation_clipped.py"
     planted.write_text(code.replace(step, "        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)\n" + step))
