@@ -439,7 +439,8 @@ def test_precision_rounds_through_the_launchers(tmp_path):
     assert design["world_sizes"]["1"]["stopped"] == design["stopped"], design
     assert design["rounds"] % 2 == 0, design  # looks after round 4, then after every pair
     assert design["elapsed_s"] <= budget * 1.3, design  # the next round's time is guessed from the last one's
-    said = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
+    # the stop line (the first look's forecast, "rounds: np 1 spreads ...", comes before it)
+    said = next(line for line in result.stdout.splitlines() if line.startswith(("rounds: stopped", "rounds: every")))
     assert ("every world size reached its target" in said) == (design["stopped"] == "precision"), said
     assert "np 1 " in said and f"(target ±{precision:.0%})" in said, said  # its width, or "no interval yet"
     speed = report_of(out)["analysis"]["levels"][0]["speed"]
