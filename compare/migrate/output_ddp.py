@@ -210,23 +210,16 @@ def _wrapper_attributes(result: Parsed, wrapper: str, wrap_line: int) -> list[Fi
     return findings
 
 
-def _enclosing(result: Parsed, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-    while node is not result.module:
-        node = result.parents[node]
-        if isinstance(node, kind):
-            return node
-    return None
-
 
 def reached_by_wrap(result: Parsed, node: cst.CSTNode, model: str, wrap: cst.CSTNode) -> bool:
     """Whether `model` at `node` is the name the wrap rebound, judged per function and in order: after the wrap in
     its own function; in another method of its class for `self.x`; in another function only for a module-level
     wrap of a name that function does not bind itself."""
-    here, wrapped_in = _enclosing(result, node, cst.FunctionDef), _enclosing(result, wrap, cst.FunctionDef)
+    here, wrapped_in = result.enclosing(node, cst.FunctionDef), result.enclosing(wrap, cst.FunctionDef)
     if here is wrapped_in:
         return result.line(node) > result.line(wrap)
     if model.startswith("self."):
-        return _enclosing(result, node, cst.ClassDef) is _enclosing(result, wrap, cst.ClassDef) is not None
+        return result.enclosing(node, cst.ClassDef) is result.enclosing(wrap, cst.ClassDef) is not None
     if wrapped_in is not None or here is None:
         return False
     root = model.split(".")[0]

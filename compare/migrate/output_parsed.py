@@ -92,6 +92,14 @@ class Parsed:
                 ) -> list[cst.CSTNode]:
         return self.index.findall(matcher, within)
 
+    def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
+        """The nearest ancestor of `node` of type `kind` (a function, a class), or None at module level."""
+        while node is not self.module:
+            node = self.parents[node]
+            if isinstance(node, kind):
+                return node
+        return None
+
     def finding(self, node: cst.CSTNode | int, category: Category, why: str) -> Finding:
         line = node if isinstance(node, int) else self.line(node)
         return Finding(line, category, self.code(line), why)

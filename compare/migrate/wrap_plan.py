@@ -176,17 +176,10 @@ def _functions(parsed: Parsed) -> list[cst.FunctionDef]:
     return parsed.findall(m.FunctionDef())  # type: ignore[return-value]
 
 
-def _enclosing(parsed: Parsed, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-    while node is not parsed.module:
-        node = parsed.parents[node]
-        if isinstance(node, kind):
-            return node
-    return None
-
 
 def _callable_name(parsed: Parsed, function: cst.FunctionDef) -> str:
     """How the file calls it: `self.compute_loss` for a method, `compute_loss` for a function."""
-    return f"self.{function.name.value}" if _enclosing(parsed, function, cst.ClassDef) is not None \
+    return f"self.{function.name.value}" if parsed.enclosing(function, cst.ClassDef) is not None \
         else function.name.value
 
 
@@ -219,11 +212,11 @@ def training_forwards(parsed: Parsed, model: str, functions: list[cst.FunctionDe
         return found
     if scope is not None and not isinstance(scope, cst.FunctionDef):  # module level: the script's loop
         for call, what in candidates:
-            if _enclosing(parsed, call, cst.FunctionDef) is None and _Flow(parsed, scope, [call]).back_propagated():
+            if parsed.enclosing(call, cst.FunctionDef) is None and _Flow(parsed, scope, [call]).back_propagated():
                 found[id(call)] = (call, what)
     by_function: dict[int, list[tuple[cst.Call, str]]] = {}
     for call, what in candidates:
-        by_function.setdefault(id(_enclosing(parsed, call, cst.FunctionDef)), []).append((call, what))
+        by_function.setdefault(id(parsed.enclosing(call, cst.FunctionDef)), []).append((call, what))
     returning: dict[str, list[tuple[cst.Call, str]]] = {}  # a function of the file -> the forwards it returns
     for function in _functions(parsed):
         for call, what in by_function.get(id(function), []):
@@ -278,7 +271,7 @@ def repository_trainers(parsed: Parsed, module_names: Iterable[str]) -> dict[str
     module is imported by (the repository's index, for the files that hand a model to one)."""
     out = {}
     for function in _functions(parsed):
-        if _enclosing(parsed, function, cst.FunctionDef) is None and _enclosing(parsed, function, cst.ClassDef) is None:
+        if parsed.enclosing(function, cst.FunctionDef) is None and parsed.enclosing(function, cst.ClassDef) is None:
             found = trains_arguments(parsed, function)
             if found:
                 out.update({f"{name}.{function.name.value}": found for name in module_names})
@@ -305,10 +298,10 @@ def plan_wrap(parsed: Parsed, model: str, wrap_stmt: cst.CSTNode, taken: Iterabl
     and hand-overs that take the wrapper, the name it gets, and what a person must see."""
     trainers = trainers or {}
     wrap_line = parsed.line(wrap_stmt)
-    function = _enclosing(parsed, wrap_stmt, cst.FunctionDef)
+    function = parsed.enclosing(wrap_stmt, cst.FunctionDef)
     problems: list[Problem] = []
     if model.startswith("self."):
-        owner = _enclosing(parsed, wrap_stmt, cst.ClassDef)
+        owner = parsed.enclosing(wrap_stmt, cst.ClassDef)
         functions = [f for f in parsed.findall(m.FunctionDef(), owner)] if owner is not None else []  # type: ignore[misc]
         found = training_forwards(parsed, model, functions)  # type: ignore[arg-type]
         scopes = functions
@@ -399,13 +392,13 @@ def _hand_overs(parsed: Parsed, model: str, scopes: list[cst.CSTNode], after_lin
 def _rebound(parsed: Parsed, model: str, wrap_stmt: cst.CSTNode, scopes: list[cst.CSTNode]) -> list[Problem]:
     """`model = ...` after the wrap: the wrapper still trains the object it was made with."""
     wrap_line = parsed.line(wrap_stmt)
-    wrap_function = _enclosing(parsed, wrap_stmt, cst.FunctionDef)
+    wrap_function = parsed.enclosing(wrap_stmt, cst.FunctionDef)
     problems = []
     for scope in scopes:
         for assign in parsed.findall(m.Assign(), scope):
             if model not in [n for t in assign.targets for n in _targets(t.target)]:  # type: ignore[attr-defined]
                 continue
-            here = _enclosing(parsed, assign, cst.FunctionDef)
+            here = parsed.enclosing(assign, cst.FunctionDef)
             if (here is wrap_function and parsed.line(assign) <= wrap_line) or (
                     model.startswith("self.") and here is not None and here.name.value == "__init__"  # type: ignore[attr-defined]
                     and parsed.line(assign) <= wrap_line):
@@ -531,7 +524,7 @@ def optimizer_modules(uses: HorovodUses) -> set[str]:
 
 def _attribute_aliases(parsed: Parsed, model: str, site: cst.CSTNode) -> list[str]:
     """`self.x` for each `self.x = model` in a method of the class the wrap is made in."""
-    owner = _enclosing(parsed, site, cst.ClassDef)
+    owner = parsed.enclosing(site, cst.ClassDef)
     if owner is None or "." in model:
         return []
     return [name for assign in parsed.findall(m.Assign(value=m.Name(model)), owner)
