@@ -216,7 +216,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         return tree
     normalized = {path: normalize(parsed[path], reexporters, _module_name(path), repository.files[path].text,
                                   imports[path], accessors, inherited, held) for path in sorted(parsed)}
-    trainers = _trainers_index(repository)
+    trainers = _trainers_index(repository, imports)
     homes = helpers_homes(set(repository.files), launches, helpers_module) if helpers_module else {}
     jobs = [(path, module.code if done else repository.files[path].text, homes[path][1] if homes else None,
              helper_names, path in entries, trainers) for path, (module, done, _) in normalized.items()]
@@ -427,13 +427,17 @@ def _refuse_own_unbound_names(path: str, migration: Migration) -> None:
                              "written (a fault of the tool: please report it with this file)")
 
 
-def _trainers_index(repository: Repository) -> dict[str, tuple[TrainsArgument, ...]]:
+def _trainers_index(repository: Repository, imports: dict[str, dict[str, set[str]]],
+                    ) -> dict[str, tuple[TrainsArgument, ...]]:
     """The repository's functions that train a model they receive (`train_step(generator, ...)` in a module
     without Horovod), by `module.function`: a file that hands its model to one hands it the DDP wrapper. Only
-    files that call backward() are read."""
+    the modules the migrated files import (`import m`, `from m import f`, `from pkg import m`) that call
+    backward() are read: no other module's function can be handed a model by them."""
+    reached = {name for taken in imports.values() for module, names in taken.items()
+               for name in (module, *(f"{module}.{n}" for n in names))}
     index: dict[str, tuple[TrainsArgument, ...]] = {}
     for source in repository.files.values():
-        if "backward(" in source.text:
+        if "backward(" in source.text and reached.intersection(source.module_names):
             try:
                 index.update(repository_trainers(Parsed(source.text), source.module_names))
             except cst.ParserSyntaxError:
