@@ -20,7 +20,8 @@ from compare.launch.lines import Program, torchrun
 from compare.launch.scheduling import LocalScheduler
 from compare.migrate import migrate_source
 from compare.migrate.launch_line import torchrun_lines
-from compare.migrate.migration_report import map_lines, place_changes
+from compare.migrate.line_map import map_lines
+from compare.migrate.migration_report import place_changes
 from compare.names import Exit, LaunchedBy
 from compare.verify.verify import (
     FINISHED,

@@ -42,6 +42,7 @@ The check of the output
     output_names.py          unbound and newly shadowed names, Horovod left
     output_ddp.py            models trained but not averaged, .module, collectives under a rank condition
     output_parsed.py         a source read once for the check
+    line_map.py              which line of the result an original line became, and back (a line diff)
     oldest_python.py         each result compiles on Python 3.11: strings inside f-strings in a free quote, the check
 Reports and launch lines
     migration_report.py      a single script's report

@@ -28,8 +28,8 @@ from compare.migrate.horovod_api import is_horovod_module
 from compare.migrate.import_reach import unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.launches import Launch, launches_of
+from compare.migrate.line_map import map_lines
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
-from compare.migrate.migration_report import map_lines
 from compare.migrate.normalize import (
     Normalized,
     class_module_names,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compare.migrate.flag_category import Category
+from compare.migrate.line_map import map_lines
 from compare.migrate.migration import Flag
 from compare.migrate.output_ddp import check_collectives, check_models
 from compare.migrate.output_names import check_horovod_left, check_names
@@ -66,8 +67,6 @@ def checked_flags(original: str, migrated: str, flags: list[Flag], before: Parse
     """The check's findings as flags of the migration, each at its original line where the result's line came
     from one (0 where it is new), beside the flags the rewrite raised. A Horovod import the rewrite kept because
     a flagged use needs it, and what is left on a flagged line, are already told: not told twice."""
-    from compare.migrate.migration_report import map_lines
-
     back = map_lines(migrated, original)  # the result's line -> the original's (None: added by the rewrite)
     flagged = {flag.line for flag in flags}
     out = []
