@@ -80,7 +80,7 @@ def finished(result: subprocess.CompletedProcess, *, record: Path | None = None,
 
 def launch_mode_of(source: str, script_args: list[str], requested: str = "auto"):
     """compare migrate's launch decision for a script's text, from the facts the migration reads of its tree."""
-    from compare.migrate.launch_facts import launch_facts_of
+    from compare.migrate.plan.launch_facts import launch_facts_of
     from compare.verify.launch_mode import decide
 
     return decide(launch_facts_of(source), script_args, requested)

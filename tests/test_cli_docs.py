@@ -237,7 +237,7 @@ def test_the_migration_reports_check_line_runs_as_written(script, partial):
     """The report's "Check it" command keeps the output the user chose and, where flags remain, --allow-partial
     (without it --verify stops at exit 6), and it parses."""
     from compare.migrate import migrate_source
-    from compare.migrate.migration_report import render
+    from compare.migrate.report.migration_report import render
 
     migration = migrate_source((ROOT / script).read_text(encoding="utf-8"))
     assert bool(migration.flags) == partial
@@ -253,8 +253,8 @@ def test_a_repository_reports_check_line_has_no_placeholder(given):
     """A repository's "Check it" command runs as written: the arguments the user gave, or none and a line that says
     where they go and which options the entry point takes (it ended in a literal `-- ARGS...`)."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
-    from compare.migrate.tree_report import render_tree
+    from compare.migrate.read.repository import Repository
+    from compare.migrate.report.tree_report import render_tree
 
     repo = "examples/repos/trainer_class"
     tree = migrate_tree(Repository.read(ROOT / repo))

@@ -19,9 +19,9 @@ from compare.__main__ import main as compare_main
 from compare.launch.lines import Program, torchrun
 from compare.launch.scheduling import LocalScheduler
 from compare.migrate import migrate_source
-from compare.migrate.launch_line import torchrun_lines
-from compare.migrate.line_map import map_lines
-from compare.migrate.migration_report import place_changes
+from compare.migrate.check.line_map import map_lines
+from compare.migrate.report.launch_line import torchrun_lines
+from compare.migrate.report.migration_report import place_changes
 from compare.names import Exit, LaunchedBy
 from compare.verify.verify import (
     FINISHED,

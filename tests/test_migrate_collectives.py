@@ -19,7 +19,7 @@ import torch
 from helpers import ROOT, finished, ok, run, tool
 
 from compare.migrate import migrate_source
-from compare.migrate.added_helpers import HELPERS
+from compare.migrate.plan.added_helpers import HELPERS
 from compare.names import Exit
 
 CORPUS = ROOT / "examples" / "horovod_scripts"

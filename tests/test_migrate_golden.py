@@ -17,8 +17,8 @@ import pytest
 from helpers import ROOT
 
 from compare.migrate.migrate_tree import TreeMigration, migrate_tree
-from compare.migrate.repository import Repository
-from compare.migrate.tree_report import render_tree
+from compare.migrate.read.repository import Repository
+from compare.migrate.report.tree_report import render_tree
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
 REPOS = sorted(p for p in (ROOT / "examples" / "repos").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))

@@ -1,4 +1,4 @@
-"""The node index the migration reads a tree through (compare/migrate/output_parsed.py) answers as LibCST's own
+"""The node index the migration reads a tree through (compare/migrate/read/parsed.py) answers as LibCST's own
 m.findall and ParentNodeProvider do: the same nodes in the same order, over the whole tree or within a node."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import libcst.matchers as m
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from compare.migrate.output_parsed import NodeIndex
+from compare.migrate.read.parsed import NodeIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "examples" / "horovod_scripts").glob("*.py"))

@@ -15,7 +15,7 @@ from helpers import ROOT, launch_mode_of, run
 from compare.__main__ import main as compare_main
 from compare.loss_lines import read_loss_log
 from compare.migrate import migrate_source
-from compare.migrate.migration_report import render
+from compare.migrate.report.migration_report import render
 from compare.names import Exit, LaunchedBy
 
 RAY_EXAMPLE = ROOT / "examples" / "platform_scripts" / "ray_train_horovod.py"

@@ -18,7 +18,7 @@ from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
 
 from compare.__main__ import main as compare_main
 from compare.migrate.migrate_tree import migrate_tree
-from compare.migrate.repository import Repository
+from compare.migrate.read.repository import Repository
 
 WRAPPER = '''"""The project's distributed helpers."""
 import horovod.torch as hvd
@@ -275,7 +275,7 @@ def test_a_module_loaded_through_a_registry_is_flagged_not_dropped(tmp_path, cap
 def test_the_launch_is_decided_from_what_the_migration_read(tmp_path):
     """--verify's launch decision reads the facts the rewrite collected from the tree it parsed (the entry's
     Migration), not the script again; an entry with no Horovod of its own is read once, for them."""
-    from compare.migrate.launch_facts import RunSite
+    from compare.migrate.plan.launch_facts import RunSite
     from compare.verify.launch_mode import decide
 
     (tmp_path / "train.py").write_text(
@@ -326,8 +326,11 @@ def test_the_map_of_the_migration_names_every_module_and_only_those():
 
     mapped = set(re.findall(r"^    (\S+(?:\.py|/))\s", compare.migrate.__doc__ or "", re.MULTILINE))
     package = ROOT / "compare"
-    present = {p.name for folder in ("migrate", "verify") for p in (package / folder).glob("*.py")
-               if p.name != "__init__.py"}
+    # a module by its path under migrate/ or verify/ (a stage's too); a folder that is no package by its name
+    present = {p.relative_to(package / folder).as_posix() for folder in ("migrate", "verify")
+               for p in (package / folder).glob("*.py") if p.name != "__init__.py"}
+    present |= {p.relative_to(package / "migrate").as_posix() for p in (package / "migrate").glob("*/*.py")
+                if p.name != "__init__.py"}
     present |= {f"{p.name}/" for folder in ("migrate", "verify") for p in (package / folder).iterdir()
-                if p.is_dir() and p.name != "__pycache__"}
+                if p.is_dir() and p.name != "__pycache__" and not (p / "__init__.py").exists()}
     assert mapped == present, (sorted(mapped - present), sorted(present - mapped))

@@ -13,7 +13,8 @@ import pytest
 from helpers import ROOT, ok, run, tool
 
 from compare.__main__ import main as compare_main
-from compare.migrate import migrate_source, notes
+from compare.migrate import migrate_source
+from compare.migrate.read import notes
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
 

@@ -1,6 +1,6 @@
 """compare migrate, issue 42's classes 4, 5, 6, 8 and 9: rewrites that need a model wrapped, trained through
 forward, wrapped after amp.initialize, collectives every rank reaches, `.module` only where the model is wrapped;
-and the check of the whole output (compare.migrate.output_check), in both directions.
+and the check of the whole output (compare.migrate.check.output_check), in both directions.
 
 Each class has an example script in examples/horovod_scripts/ in the shape public code has; each migrated with
 exit 0 and "Nothing: every Horovod use was migrated" before this work. No launcher runs here: each class is
@@ -20,8 +20,8 @@ from helpers import ROOT, ok, run
 
 from compare.__main__ import main as compare_main
 from compare.migrate import NotMigratable, migrate_source
-from compare.migrate.migration_report import render
-from compare.migrate.output_check import check_output, checked_flags
+from compare.migrate.check.output_check import check_output, checked_flags
+from compare.migrate.report.migration_report import render
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
 NEW = {"gan", "ema", "compute_loss", "apex_amp", "rank0_barrier", "horovod_switch"}

@@ -14,8 +14,9 @@ import pytest
 from helpers import ROOT, launch_mode_of, run
 
 from compare.__main__ import main as compare_main
-from compare.migrate import migrate_source, notes
-from compare.migrate.migration_report import render
+from compare.migrate import migrate_source
+from compare.migrate.read import notes
+from compare.migrate.report.migration_report import render
 from compare.names import Exit, LaunchedBy
 from compare.verify import spark_launch as spark_launch_module
 from compare.verify.launch_mode import Undecided

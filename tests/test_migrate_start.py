@@ -16,7 +16,7 @@ import pytest
 
 from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source
-from compare.migrate.oldest_python import f_string_error, oldest_python_error, with_free_quotes
+from compare.migrate.transform.oldest_python import f_string_error, oldest_python_error, with_free_quotes
 
 TRAIN = """import torch
 import horovod.torch as hvd
@@ -90,7 +90,7 @@ def test_every_init_is_idempotent_and_the_group_is_destroyed_once_at_the_end_of_
     """hvd.init() twice (a wrapper's init() and a trainer's constructor) was harmless; init_process_group() twice
     raises. Each written init is guarded; the group ends once, at the end of the entry's training block."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.repository import Repository
 
     repo = _write(tmp_path / "repo", {
         "wrapper.py": "import horovod.torch as hvd\n\n\ndef init():\n    hvd.init()  # the wrapper's\n"
@@ -199,7 +199,7 @@ def test_horovod_only_statements_under_a_switch_go_in_a_file_that_never_imports_
     """engine.py never imports Horovod, yet its `if args.horovod:` branch calls what only Horovod's optimizer has:
     removed there too, whether the Horovod code is migrated or the repository's own DDP path replaces it."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.repository import Repository
 
     train = ("import argparse\n\nimport torch\nimport horovod.torch as hvd\nfrom engine import step_once\n\n"
              "args = argparse.ArgumentParser().parse_args()\nhvd.init()\nmodel = torch.nn.Linear(2, 1)\n"
@@ -249,9 +249,9 @@ def test_helpers_go_where_each_importer_reaches_them_and_the_launch_is_checked(t
     """scripts/train.py extends sys.path itself and imports the package lib/: the helpers go beside the script
     (its directory is sys.path[0]) and into lib/ (imported relatively, however lib is reached); read from the
     README's command, every import of them resolves."""
-    from compare.migrate.launches import launches_of
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.launches import launches_of
+    from compare.migrate.read.repository import Repository
 
     repo = _write(tmp_path / "repo", {"scripts/train.py": SCRIPT_WITH_PATH, "lib/__init__.py": "",
                                       "lib/dist.py": "import torch\n" + LIB_DIST,
@@ -271,8 +271,8 @@ def test_helpers_go_where_each_importer_reaches_them_and_the_launch_is_checked(t
 def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
     """The helpers at the root, imported by scripts/train.py above its own sys.path.insert: ModuleNotFoundError
     when started as `python scripts/train.py` (what the migration once wrote); below it, resolved."""
-    from compare.migrate.import_reach import unreached_helpers
-    from compare.migrate.launches import Launch
+    from compare.migrate.read.import_reach import unreached_helpers
+    from compare.migrate.read.launches import Launch
 
     launch = Launch("scripts/train.py", False, found="README.md line 1")
     above = "import os\nimport sys\nfrom ddp_helpers import x\n\nsys.path.insert(0, os.path.join(" \
@@ -298,10 +298,10 @@ def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
 def test_flag_categories_and_normalisations_are_enums_end_to_end():
     """Every flag of the corpus (the rewrite's, the check's, the driver's) carries a Category, and every
     normalisation of the fixture repositories a Reached: no bare string compared as text."""
-    from compare.migrate.flag_category import Category
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.normalize import Reached
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.flag_category import Category
+    from compare.migrate.read.normalize import Reached
+    from compare.migrate.read.repository import Repository
 
     root = Path(__file__).resolve().parents[1] / "examples"
     flags = [flag for name in ("adasum", "elastic", "unknown_call", "compute_loss")
@@ -356,9 +356,9 @@ def test_a_horovod_default_selects_the_ddp_path_and_a_summing_gather_is_flagged(
     """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit: now horovod runs as torch.
     The repository's own gather there, torch.distributed.nn.all_gather, sums the gradient in backward where
     hvd.allgather averaged it: flagged on that line (one that keeps no gradient is not)."""
-    from compare.migrate.flag_category import Category
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.flag_category import Category
+    from compare.migrate.read.repository import Repository
 
     repo = _write(tmp_path / "repo", {"train.py": CHOICE_TRAIN.replace("GATHER", gather)})
     tree = migrate_tree(Repository.read(repo), entry="train.py")
@@ -371,7 +371,7 @@ def test_a_horovod_default_selects_the_ddp_path_and_a_summing_gather_is_flagged(
 
 
 def test_a_store_true_switch_is_routed_under_torchrun_and_alone_stays_one_process(tmp_path):
-    from compare.migrate.switch_routes import Route
+    from compare.migrate.plan.switch_routes import Route
 
     route = Route("horovod", True, "distributed", True)
     assert route.statement("args") == ('if args.horovod:  # the Horovod option now takes the torch.distributed path\n'
@@ -385,7 +385,7 @@ def test_own_modules_and_parameters_named_horovod_are_not_read_as_horovod(tmp_pa
     """`from .horovod_backend import HorovodBackend` is the repository's module, and `def build(horovod=False)`
     its parameter: neither is Horovod (once an "unrecognised" import and a "horovod left" name)."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.repository import Repository
 
     repo = _write(tmp_path / "repo", {
         "pkg/__init__.py": "",
@@ -442,7 +442,7 @@ def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(t
     through it in both: followed as `import horovod.torch` (once: no file changed, and a flag advised deleting
     the string); the registry and the identity test keep their class, the spent string goes."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.repository import Repository
 
     repo = _write(tmp_path / "repo", {"backends/__init__.py": REGISTRY, "backends/base.py": BASE,
                                       "backends/horovod_backend.py": SUBCLASS, "train.py": USER})
@@ -460,7 +460,7 @@ def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(t
 def test_launches_are_read_from_commands_entry_points_and_main_blocks(tmp_path):
     """How the users start a tree: a README's command (a launcher before it, `cd` and PYTHONPATH in it), a console
     entry point (pyproject.toml, setup.py), and a `__main__` file none of them names; never a file in a venv."""
-    from compare.migrate.launches import launches_of
+    from compare.migrate.read.launches import launches_of
 
     files = {"tools/run.py": "print(1)\n", "pkg/__init__.py": "", "pkg/cli.py": "def main():\n    pass\n",
              "pkg/serve.py": "def main():\n    pass\n", "eval.py": "if __name__ == '__main__':\n    pass\n",

@@ -1,5 +1,5 @@
 """compare migrate, issue 49: the model keeps its name, class and state-dict keys; DDP is bound to a new name and
-only the training forward goes through it (compare/migrate/wrap_plan.py). Text-level tests of where the wrapper
+only the training forward goes through it (compare/migrate/plan/wrap_plan.py). Text-level tests of where the wrapper
 goes and what stays the model's, of find_unused_parameters's evidence, of one optimizer over several modules, of
 arguments carried to the wrap, and of the check judging per function; one test of the gradient-averaging helper
 in a real (one-process, Gloo) process group. The fixture repositories train through the launchers in
@@ -17,8 +17,8 @@ import torch.distributed as dist
 
 from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source
-from compare.migrate.added_helpers import HELPERS
-from compare.migrate.output_check import check_output
+from compare.migrate.check.output_check import check_output
+from compare.migrate.plan.added_helpers import HELPERS
 from compare.names import EXIT_USAGE
 
 

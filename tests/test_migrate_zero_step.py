@@ -15,7 +15,7 @@ import torch
 from helpers import ROOT, ok, run, tool
 
 from compare.migrate import migrate_source
-from compare.migrate.added_helpers import HELPERS
+from compare.migrate.plan.added_helpers import HELPERS
 from compare.names import Exit
 
 DATA = ROOT / "tests" / "data" / "zero_step"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from compare.install import require_comparison
 from compare.loss_lines import LossLogError, compile_patterns
-from compare.migrate.migration import Flag, Migration
+from compare.migrate.plan.migration import Flag, Migration
 from compare.names import Exit, LaunchedBy
 from compare.verify.launch_mode import LaunchMode, Undecided, decide
 from compare.verify.step_times import ThroughputRegexError, compile_throughput
@@ -112,7 +112,7 @@ def _output_paths(ns: argparse.Namespace) -> tuple[Path, Path]:
 def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, LaunchMode | None]:
     """The rewrite, and with --verify how each side is launched: both decided before anything is written."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.repository import Repository
+    from compare.migrate.read.repository import Repository
 
     tree = migrate_tree(Repository.read(ns.script), entry=ns.entry)
     try:
@@ -126,7 +126,7 @@ def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, Launch
 
 
 def _print_flags(flags: list[tuple[str | None, Flag]]) -> None:
-    from compare.migrate.migration_report import where
+    from compare.migrate.report.migration_report import where
 
     for path, flag in flags:
         print(f"  needs a person, {path + ' ' if path else ''}{where(flag)} ({flag.category}): {flag.why}",
@@ -162,9 +162,9 @@ def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: P
 
 def _as_launched(roots: dict[str, Path], launches: list, entry: str) -> tuple[dict[str, list[Path]], str | None]:
     """Each side's import path besides the script's own directory, and the module `-m` runs: as the repository's
-    users start the entry (compare/migrate/launches.py), said in one line; the tree is not put on PYTHONPATH
+    users start the entry (compare/migrate/read/launches.py), said in one line; the tree is not put on PYTHONPATH
     unless their command puts it there."""
-    from compare.migrate.launches import Launch, target_path
+    from compare.migrate.read.launches import Launch, target_path
 
     paths = {f.relative_to(roots["horovod"]).as_posix() for f in roots["horovod"].rglob("*.py")}
     launch = next((found for found in launches if target_path(found, paths) == entry),
@@ -187,8 +187,8 @@ def _where(ns: argparse.Namespace) -> Scheduler:
 
 def _main_tree(ns: argparse.Namespace) -> int:
     """A repository: the migrated tree (-o), the tree itself (--in-place) or a diff; one MIGRATION.md."""
-    from compare.migrate.tree_output import REPORT_NAME, require_clean_git_tree, write_in_place, write_tree
-    from compare.migrate.tree_report import render_tree, summary_line
+    from compare.migrate.report.tree_output import REPORT_NAME, require_clean_git_tree, write_in_place, write_tree
+    from compare.migrate.report.tree_report import render_tree, summary_line
 
     root = ns.script
     if ns.in_place:
@@ -224,8 +224,8 @@ def _main_tree(ns: argparse.Namespace) -> int:
 
 
 def main(ns: argparse.Namespace) -> int:
-    from compare.migrate.launch_line import torchrun_lines
-    from compare.migrate.migration_report import render, summary
+    from compare.migrate.report.launch_line import torchrun_lines
+    from compare.migrate.report.migration_report import render, summary
 
     if ns.script is None:
         if ns.launch is None:
@@ -240,7 +240,7 @@ def main(ns: argparse.Namespace) -> int:
     if ns.in_place or ns.diff:
         tree, _ = _migrate(ns, ns.script)
         if ns.in_place:
-            from compare.migrate.tree_output import require_clean_git_tree, write_in_place
+            from compare.migrate.report.tree_output import require_clean_git_tree, write_in_place
 
             require_clean_git_tree(ns.script.resolve().parent)
             write_in_place(tree.repository.root, tree.outputs(), None)

@@ -1,6 +1,6 @@
 """The driver: a repository (or one script, a repository of one file) migrated as one.
 
-One read of the tree (compare/migrate/repository.py), then for each file that reaches Horovod: its indirect uses
+One read of the tree (compare/migrate/read/repository.py), then for each file that reaches Horovod: its indirect uses
 written as imports (normalize.py), the rewrite (rewrite.py's migrate_source) with the helpers the whole tree
 shares in one module, and the check of what came out. Nothing is written here: `TreeMigration.outputs()` is
 every file that changes, as bytes in the file's own encoding and line endings; the command writes them
@@ -21,16 +21,25 @@ from pathlib import PurePosixPath
 
 import libcst as cst
 
-from compare.migrate import notes
-from compare.migrate.added_helpers import HELPERS, helpers_module_code
-from compare.migrate.flag_category import Category
-from compare.migrate.horovod_api import is_horovod_module
-from compare.migrate.import_reach import unreached_helpers
-from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
-from compare.migrate.launches import Launch, launches_of
-from compare.migrate.line_map import map_lines
-from compare.migrate.migration import Change, Flag, Migration, NotMigratable
-from compare.migrate.normalize import (
+from compare.migrate.check.line_map import map_lines
+from compare.migrate.plan.added_helpers import HELPERS, helpers_module_code
+from compare.migrate.plan.launch_facts import LaunchFacts, launch_facts_of
+from compare.migrate.plan.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.plan.switch_routes import Differs, differing_collectives, route_switches, switch_routes
+from compare.migrate.plan.switches import (
+    Removed,
+    horovod_only_in_switches,
+    probe_aliases,
+    remove_horovod_only_statements,
+    remove_horovod_path,
+)
+from compare.migrate.plan.wrap_plan import TrainsArgument, repository_trainers
+from compare.migrate.read import notes
+from compare.migrate.read.flag_category import Category
+from compare.migrate.read.horovod_api import is_horovod_module
+from compare.migrate.read.import_reach import unreached_helpers
+from compare.migrate.read.launches import Launch, launches_of
+from compare.migrate.read.normalize import (
     Normalized,
     class_module_names,
     held_module_attributes,
@@ -38,9 +47,8 @@ from compare.migrate.normalize import (
     horovod_bindings,
     normalize,
 )
-from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
-from compare.migrate.output_parsed import Parsed
-from compare.migrate.repository import (
+from compare.migrate.read.parsed import Parsed
+from compare.migrate.read.repository import (
     Repository,
     SourceFile,
     code_tokens,
@@ -49,15 +57,7 @@ from compare.migrate.repository import (
     unique_name,
 )
 from compare.migrate.rewrite import migrate_source
-from compare.migrate.switch_routes import Differs, differing_collectives, route_switches, switch_routes
-from compare.migrate.switches import (
-    Removed,
-    horovod_only_in_switches,
-    probe_aliases,
-    remove_horovod_only_statements,
-    remove_horovod_path,
-)
-from compare.migrate.wrap_plan import TrainsArgument, repository_trainers
+from compare.migrate.transform.oldest_python import OLDEST_NAME, oldest_python_error
 from workload.errors import UsageError
 
 PER_WORKER = 8  # files a worker process must have to pay for its start
@@ -295,7 +295,8 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
                           imports: dict[str, dict[str, set[str]]],
                           ) -> dict[str, tuple[cst.Module, list[Removed], list[Differs]]] | None:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
-    probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code."""
+    probes: each file with its Horovod path removed (compare/migrate/plan/switches.py). None: migrate the Horovod
+    code."""
     if not any(word in s.text for s in repository.files.values()
                for word in ("init_process_group", "DistributedDataParallel")):
         return None
@@ -372,7 +373,7 @@ def _without_horovod_only_statements(migration: Migration) -> None:
 
 def _to_original_lines(migration: Migration, original: str, hoisted_from: int) -> None:
     """The lines of the changes and flags, counted in the normalized file (which may have an import hoisted to
-    the top: compare/migrate/normalize.py), as the original's; a hoisted line is the line it came from."""
+    the top: compare/migrate/read/normalize.py), as the original's; a hoisted line is the line it came from."""
     normalized_lines, original_lines = migration.source.splitlines(), original.splitlines()
     lines = {}
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, normalized_lines, original_lines,

@@ -20,16 +20,16 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 
-from compare.migrate.flag_category import Category
-from compare.migrate.horovod_to_ddp import HorovodToDDP
-from compare.migrate.horovod_uses import HorovodUses
-from compare.migrate.launch_facts import launch_facts
-from compare.migrate.migration import Change, Flag, Migration, NotMigratable
-from compare.migrate.oldest_python import with_free_quotes
-from compare.migrate.output_check import checked_flags
-from compare.migrate.output_parsed import NodeIndex, Parsed
-from compare.migrate.passed_on import module_passed_on
-from compare.migrate.wrap_plan import TrainsArgument, plan_model_wrap
+from compare.migrate.check.output_check import checked_flags
+from compare.migrate.plan.horovod_uses import HorovodUses
+from compare.migrate.plan.launch_facts import launch_facts
+from compare.migrate.plan.migration import Change, Flag, Migration, NotMigratable
+from compare.migrate.plan.passed_on import module_passed_on
+from compare.migrate.plan.wrap_plan import TrainsArgument, plan_model_wrap
+from compare.migrate.read.flag_category import Category
+from compare.migrate.read.parsed import NodeIndex, Parsed
+from compare.migrate.transform.horovod_to_ddp import HorovodToDDP
+from compare.migrate.transform.oldest_python import with_free_quotes
 
 __all__ = ["Change", "Flag", "Migration", "NotMigratable", "migrate_source"]
 
@@ -100,7 +100,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
                    end_of_job: bool = True, check: bool = True,
                    trainers: Mapping[str, tuple[TrainsArgument, ...]] | None = None) -> Migration:
     """Rewrite one script. Raises NotMigratable for input that is not a Horovod PyTorch script. With check (the
-    default), the whole result goes through compare.migrate.output_check and its findings join the flags.
+    default), the whole result goes through compare.migrate.check.output_check and its findings join the flags.
 
     For one file of a repository (compare/migrate/migrate_tree.py): `helpers_module`, the module its helpers are
     imported from (else they are added to the file); `helper_names`, the helpers renamed where their own names
@@ -165,7 +165,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     changes = sorted(transformer.changes, key=lambda c: c.line)
     flags = uses.flags + (checked_flags(source, new.code, uses.flags, original, result) if check else [])
     # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
-    # the module's `dist`, with the same module (compare/migrate/passed_on.py).
+    # the module's `dist`, with the same module (compare/migrate/plan/passed_on.py).
     renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
     flags = [f for f in flags if not (f.category == Category.SHADOWED_NAME and f.line in renamed and "`dist`" in f.why)]
     # A probe's name bound to torch.distributed where it was bound to Horovod: the same question, answered anew.

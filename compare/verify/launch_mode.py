@@ -2,7 +2,7 @@
 ("api"). Horovod's own examples call horovod.run only when an argument asks for it (`if args.num_proc:
 horovod.run(main, np=args.num_proc) else: main(args)`), so a script that contains horovod.run is a horovodrun
 script unless the arguments given select horovod.run. Decided from what the migration read of the script
-(compare/migrate/launch_facts.py) and the arguments.
+(compare/migrate/plan/launch_facts.py) and the arguments.
 A job that Ray starts (horovod.ray's RayExecutor, Ray Train's HorovodTrainer) is "api" too: its driver starts
 a local Ray and the workers.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-from compare.migrate.launch_facts import LaunchFacts
+from compare.migrate.plan.launch_facts import LaunchFacts
 from compare.names import LaunchedBy
 from compare.verify.spark_launch import SparkMissing, spark_launch
 

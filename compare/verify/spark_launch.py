@@ -1,5 +1,5 @@
 """How --verify launches a Horovod script that Spark starts (horovod.spark.run, Databricks' sparkdl.HorovodRunner):
-decided from what the migration read of the script (compare/migrate/launch_facts.py), as
+decided from what the migration read of the script (compare/migrate/plan/launch_facts.py), as
 compare/verify/launch_mode.py decides horovod.run.
 
 Both sides run as `python SCRIPT` (the script makes its SparkSession and starts the job): the original through its
@@ -15,8 +15,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from compare.migrate.horovod_api import SPARK_RUN
-from compare.migrate.launch_facts import LaunchFacts
+from compare.migrate.plan.launch_facts import LaunchFacts
+from compare.migrate.read.horovod_api import SPARK_RUN
 
 STANDIN_RUNNER = Path(__file__).resolve().parent / "sparkdl_standin" / "run_original.py"
 

@@ -321,7 +321,7 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
            module: str | None = None, migrated_args: list[str] | None = None, device: str = "cpu",
            where: Scheduler | None = None) -> int:
     """`import_paths`: for a repository, what each side's launch puts on the import path besides the script's
-    own directory (as its users start it: compare/migrate/launches.py; nothing, unless their command sets
+    own directory (as its users start it: compare/migrate/read/launches.py; nothing, unless their command sets
     PYTHONPATH or runs `-m` from a directory); by default the original script's directory, for both. `module`:
     the entry run as `python -m MODULE` (from the directories of import_paths). `device`: cpu hides the GPUs
     from both sides, cuda shows them (each script takes its own, as its users run it); `where`: here (the default)
