@@ -39,10 +39,13 @@ transform/: pass 2 over each file (a transformer, a class per concern)
     transform/to_ddp_spark.py      pass 2: Spark's front-ends -> TorchDistributor
     transform/to_ddp_base.py       pass 2: the plan it applies, what it changed, adds and imports
     transform/oldest_python.py     each result compiles on Python 3.11: strings inside f-strings in a free quote
+    transform/rename.py            a name renamed over a file's tree (the driver holds a file's own `dist` aside)
+    transform/spent_constants.py   a constant that only named the Horovod module a loader read, removed
 check/: the whole result against the original; its findings join the flags
     check/output_check.py          the check, over the findings below
     check/output_names.py          unbound and newly shadowed names, Horovod left
     check/output_ddp.py            models trained but not averaged, .module, collectives under a rank condition
+    check/horovod_named.py         where a result still names Horovod (the name, a string), from its tree
     check/line_map.py              which line of the result an original line became, and back (a line diff)
 the driver, over a repository (imports every stage above; report/ reads what it gives back)
     migrate_tree.py                migrate_tree: which files reach Horovod, the passes per file, the helpers module

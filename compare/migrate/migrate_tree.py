@@ -9,18 +9,17 @@ every file that changes, as bytes in the file's own encoding and line endings; t
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures
 import dataclasses
 import difflib
 import multiprocessing
 import os
 import re
-import tokenize
 from pathlib import PurePosixPath
 
 import libcst as cst
 
+from compare.migrate.check.horovod_named import horovod_named
 from compare.migrate.check.line_map import map_lines
 from compare.migrate.plan.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.plan.launch_facts import LaunchFacts, launch_facts_of
@@ -51,20 +50,20 @@ from compare.migrate.read.parsed import Parsed
 from compare.migrate.read.repository import (
     Repository,
     SourceFile,
-    code_tokens,
     imported_modules,
     tokenize_names,
     unique_name,
 )
 from compare.migrate.rewrite import migrate_source
 from compare.migrate.transform.oldest_python import OLDEST_NAME, oldest_python_error
+from compare.migrate.transform.rename import names_renamed
+from compare.migrate.transform.spent_constants import without_spent_constants
 from workload.errors import UsageError
 
 PER_WORKER = 8  # files a worker process must have to pay for its start
 HELPERS_MODULE = "ddp_helpers"  # the added module's name, made unique against the repository's names
 HOROVOD_TEXT = re.compile("horovod", re.IGNORECASE)  # HorovodStrategy, MyHorovodPlugin: a file worth parsing
 HOROVOD_MODULE = re.compile(r"^horovod(\.[\w.]+)?$", re.IGNORECASE)
-BINDS_HOROVOD = re.compile(r"^\s*import\s+(?:[\w.]+\s*,\s*)*horovod\b(?![\w.]*\s+as\s)", re.MULTILINE)
 
 
 @dataclasses.dataclass
@@ -396,25 +395,12 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
     # no longer holds (the "horovod left" policy of _leftovers applies).
     migration.flags = [f for f in migration.flags if not (f.category == Category.HOROVOD_LEFT and (
         f.why.startswith('"horovod":') or any(re.match(rf"\s*{re.escape(n)}\s*=", f.code) for n in spent)))]
-    for name in spent:
-        found = [t for t, _ in code_tokens(migration.code) if t.type == tokenize.NAME and t.string == name]
-        pattern = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=[ \t]*[\"']horovod[\w.]*[\"'][ \t]*(#.*)?\n",
-                             re.MULTILINE | re.IGNORECASE)
-        if len(found) == 1 and (match := pattern.search(migration.code)):
-            line = migration.source.count("\n", 0, migration.source.find(match.group(0).strip())) + 1
-            migration.code = migration.code[:match.start()] + migration.code[match.end():]
-            migration.changes.append(Change(line, match.group(0).strip(), "", notes.SPENT_CONSTANT))
-
-
-def _rename(code: str, old: str, new: str) -> str:
-    """Every name token `old` (not an attribute: `x.old` stays) written as `new`."""
-    lines = code.splitlines(keepends=True)
-    edits = [token.start for token, attribute in code_tokens(code)
-             if token.type == tokenize.NAME and token.string == old and not attribute]
-    for row, column in reversed(edits):
-        line = lines[row - 1]
-        lines[row - 1] = line[:column] + new + line[column + len(old):]
-    return "".join(lines)
+    if not spent:
+        return
+    migration.code, removed = without_spent_constants(migration.code, spent)
+    for statement in removed:
+        line = migration.source.count("\n", 0, migration.source.find(statement)) + 1
+        migration.changes.append(Change(line, statement, "", notes.SPENT_CONSTANT))
 
 
 def _refuse_own_unbound_names(path: str, migration: Migration) -> None:
@@ -458,13 +444,13 @@ def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool, dict[str, tu
     own = "dist" in names
     held = unique_name("repository_dist", names) if own else ""
     try:
-        migration = migrate_source(_rename(code, "dist", held) if own else code, helpers_module=helpers_module,
+        migration = migrate_source(names_renamed(code, {"dist": held}) if own else code, helpers_module=helpers_module,
                                    helper_names=helper_names, end_of_job=end_of_job, trainers=trainers)
     except NotMigratable as exc:
         return str(exc)
     if own:
         torch_dist = unique_name("torch_dist", names)
-        migration.code = _rename(_rename(migration.code, "dist", torch_dist), held, "dist")
+        migration.code = names_renamed(migration.code, {"dist": torch_dist, held: "dist"})
         for change in migration.changes:
             change.after = _words(_words(change.after, "dist", torch_dist), held, "dist")
             change.before = _words(change.before, held, "dist")
@@ -513,27 +499,22 @@ def _leftovers(migration: Migration) -> list[Flag]:
     found = []
     lines = migration.code.splitlines()
     # The name `horovod` is Horovod only where an import binds it: else a parameter, a variable of the user's.
-    imports_horovod = BINDS_HOROVOD.search(migration.code) is not None
-    for token, attribute in code_tokens(migration.code):
+    named_at, imports_horovod = horovod_named(migration.code)
+    for at in named_at:
         # A name: only where nothing was flagged (a flagged use keeps its import, and says so).
-        named = token.type == tokenize.NAME and token.string.lower() == "horovod" and not attribute and \
-            not migration.flags and imports_horovod
-        if token.type == tokenize.STRING:
-            try:
-                value = str(ast.literal_eval(token.string))
-            except (ValueError, SyntaxError):
-                value = ""
+        named = at.string is None and not migration.flags and imports_horovod
+        if at.string is not None:
             # "horovod.torch" is a module a loader may read; "horovod" alone is a name a user chooses (a backend's,
             # a registry's key), which now selects the migrated code: noted, not flagged.
-            named = bool(HOROVOD_MODULE.match(value)) and value.lower() != "horovod"
-            if value.lower() == "horovod" and (line := new_to_old.get(token.start[0], 0)) not in noted:
+            named = bool(HOROVOD_MODULE.match(at.string)) and at.string.lower() != "horovod"
+            if at.string.lower() == "horovod" and (line := new_to_old.get(at.line, 0)) not in noted:
                 noted.add(line)
-                migration.changes.append(Change(line, lines[token.start[0] - 1].strip()[:100],
-                                                lines[token.start[0] - 1].strip()[:100], notes.HOROVOD_NAME_KEPT))
-        line = new_to_old.get(token.start[0], 0)
+                migration.changes.append(Change(line, lines[at.line - 1].strip()[:100],
+                                                lines[at.line - 1].strip()[:100], notes.HOROVOD_NAME_KEPT))
+        line = new_to_old.get(at.line, 0)
         if named and line not in flagged:
             flagged.add(line)
-            found.append(Flag(line, Category.HOROVOD_LEFT, lines[token.start[0] - 1].strip()[:100],
+            found.append(Flag(line, Category.HOROVOD_LEFT, lines[at.line - 1].strip()[:100],
                               "Horovod is still named here after the migration (a module a loader reads, a "
                               "registry's entry, an import kept): remove it, or route it to the DDP path"))
     return found
