@@ -17,7 +17,7 @@ read/: the repository read once, how it is launched, the Horovod names known
     read/flag_category.py          what a flag says needs a person (Category)
 plan/: pass 1 over each file (rewrite.py migrate_source: a visitor, a class per concern), the repository's own path
     plan/horovod_uses.py           pass 1: the imports, every hvd. name and call, the flags of what needs a person
-    plan/uses_accumulation.py      pass 1: backward_passes_per_step, which backward() syncs
+    plan/accumulation_plan.py      backward_passes_per_step: which backward() syncs, a frozen plan from pass 1's records
     plan/uses_lightning.py         pass 1: a Lightning Trainer Horovod drove
     plan/uses_ray.py               pass 1: a job Ray starts (RayExecutor, Ray Train's HorovodTrainer)
     plan/uses_spark.py             pass 1: a job Spark starts (horovod.spark.run, sparkdl.HorovodRunner)

@@ -21,6 +21,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate.check.output_check import checked_flags
+from compare.migrate.plan.accumulation_plan import plan_accumulation
 from compare.migrate.plan.horovod_uses import HorovodUses
 from compare.migrate.plan.launch_facts import launch_facts
 from compare.migrate.plan.migration import Change, Flag, Migration, NotMigratable
@@ -109,7 +110,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     `module.function`: the model handed to one gets the DDP wrapper."""
 
     def transformer_for(keep: bool) -> HorovodToDDP:
-        transformer = HorovodToDDP(uses, keep_hvd_import=keep, plan=plan)
+        transformer = HorovodToDDP(uses, keep_hvd_import=keep, plan=plan, accumulation=accumulation)
         transformer.helpers_module, transformer.helper_names = helpers_module, helper_names or {}
         transformer.end_of_job = end_of_job
         transformer.passed_on = passed_on
@@ -126,7 +127,9 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     uses.plan_ray()
     if not uses.hvd and not uses.horovod and not uses.hvd_imports and not uses.lightning and not uses.spark_imports:
         raise NotMigratable("no Horovod use: the script does not import horovod")
-    uses.plan_accumulation()
+    accumulation = plan_accumulation(uses)
+    uses.flags += [flag for flag in accumulation.flags if not any(
+        f.line == flag.line and f.category == flag.category for f in uses.flags)]
     uses.flag_elastic_commits()
     plan = plan_model_wrap(uses, trainers)
     if plan is not None and not plan.found and not any(f.category == Category.ELASTIC for f in uses.flags):

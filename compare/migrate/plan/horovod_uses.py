@@ -8,7 +8,6 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
-from compare.migrate.plan.uses_accumulation import AccumulationUses
 from compare.migrate.plan.uses_lightning import LightningUses
 from compare.migrate.plan.uses_ray import RayUses
 from compare.migrate.plan.uses_spark import SparkUses, is_spark_front_end
@@ -21,9 +20,9 @@ from compare.migrate.read.syntax import argument, is_lightning_module, keyword_a
 LOADER = re.compile(r"(^|_)(load|resume|restore)", re.IGNORECASE)
 
 
-class HorovodUses(LightningUses, AccumulationUses, RayUses, SparkUses):
+class HorovodUses(LightningUses, RayUses, SparkUses):
     """Pass 1: where Horovod is used, and what each use becomes. The visits of the imports and of every
-    Horovod name and call are here; Lightning's Trainer and gradient accumulation are the parts it is made of."""
+    Horovod name and call are here; Lightning's Trainer, Ray's and Spark's front-ends are the parts it is made of."""
 
     def visit_Module(self, node: cst.Module) -> None:
         # Every name bound to horovod.torch, before any use is visited: an import below a function that uses the

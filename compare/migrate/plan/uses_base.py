@@ -1,7 +1,10 @@
 """Pass 1's shared part: what it records of the script's Horovod uses, and the lookups every part of it uses.
 
 The parts of pass 1 (horovod_uses.py and uses_*.py: compare/migrate/__init__.py's map) are one visitor, one
-class each, composed by HorovodUses: each keeps its own records, and all read these.
+class each, composed by HorovodUses: each keeps its own records, and all read these. They stay mixins because
+their visits run in the one walk of the tree (a visitor of its own each would walk it again, and pass 1 is most
+of a migration's time) and read the names the import visits bind as the walk goes. What plans from the records
+after the walk is a function that returns a frozen plan instead (accumulation_plan.py, wrap_plan.py).
 """
 
 from __future__ import annotations

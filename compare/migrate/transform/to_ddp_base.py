@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compare.migrate.plan.accumulation_plan import NO_ACCUMULATION, AccumulationPlan
 from compare.migrate.plan.added_helpers import HELPER_IMPORTS, HELPERS
 from compare.migrate.plan.horovod_uses import HorovodUses
 from compare.migrate.plan.migration import Change
@@ -25,9 +26,11 @@ class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
     end_of_job = True                   # False for a module that is not the job's entry point: it destroys nothing
     passed_on: set[int] = set()         # Names handing on the Horovod module (compare/migrate/plan/passed_on.py)  # noqa: RUF012
 
-    def __init__(self, uses: HorovodUses, keep_hvd_import: bool, plan: WrapPlan | None = None):
+    def __init__(self, uses: HorovodUses, keep_hvd_import: bool, plan: WrapPlan | None = None,
+                 accumulation: AccumulationPlan = NO_ACCUMULATION):
         super().__init__()
         self.uses = uses
+        self.accumulation = accumulation  # which backward() passes sync (backward_passes_per_step)
         self.keep_hvd_import = keep_hvd_import
         self.changes: list[Change] = []
         self.helpers: list[str] = []

@@ -64,7 +64,7 @@ class StatementRewrites(RewriteBase):
         if synchronize and get_full_name_for_node(call.func.value) in uses.optimizers:  # type: ignore[union-attr]
             self.note(original, "", notes.SYNCHRONIZE)
             return []
-        if id(original) in uses.accumulate and self.model:
+        if id(original) in self.accumulation.accumulate and self.model:
             return self._accumulating_backward(original, updated)
         return None
 
@@ -169,7 +169,7 @@ class StatementRewrites(RewriteBase):
     def _accumulating_backward(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine,
                                ) -> list[cst.BaseStatement]:
         """backward() under model.no_sync() but on the passes Horovod reduces on (backward_passes_per_step=k)."""
-        condition, note = self.uses.accumulate[id(original)]
+        condition, note = self.accumulation.accumulate[id(original)]
         body = cst.Module([]).code_for_node(updated.with_changes(leading_lines=())).strip()
         out = [parse_stmt(f"with contextlib.nullcontext() if {condition} else {self.wrapper}.no_sync():\n"
                           f"    {body}\n")]
@@ -270,7 +270,7 @@ class StatementRewrites(RewriteBase):
         return updated
 
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.BaseStatement:
-        plan = self.uses.inner_loops.get(id(original))
+        plan = self.accumulation.inner_loops.get(id(original))
         if plan is None or not self.model:
             return self._join_wrap(original, updated)
         iterable = cst.Module([]).code_for_node(updated.iter)
