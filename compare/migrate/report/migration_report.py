@@ -35,6 +35,14 @@ def _nearest(new_lines: list[str], after: str, guess: int | None) -> int | None:
     return min(found, key=lambda line: abs(line - guess)) if guess is not None else found[-1]
 
 
+def change_row(change: Change, after: str | None = None) -> str:
+    """A change's row in a report's table (a script's and each file's of a repository): its line before and
+    after (`-`: added, removed), the Horovod code, the DDP code (or `after`), the note."""
+    new_line = "-" if change.new_line is None else str(change.new_line)
+    return (f"| {change.line or '-'} | {new_line} | {markdown_code(change.before)} | "
+            f"{markdown_code(change.after if after is None else after)} | {markdown_cell(change.note)} |")
+
+
 def markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -55,11 +63,7 @@ def render(migration: Migration, source_name: str, output_name: str, launch_line
     lines += ["## Changes", "",
               "Lines are the original's and the result's (`-`: removed; helpers are added after the imports).", "",
               "| line | new line | Horovod | DDP | note |", "|---|---|---|---|---|"]
-    for change in changes:
-        new_line = "-" if change.new_line is None else str(change.new_line)
-        original_line = "-" if change.line == 0 else str(change.line)
-        lines.append(f"| {original_line} | {new_line} | {markdown_code(change.before)} | {markdown_code(change.after)} "
-                     f"| {markdown_cell(change.note)} |")
+    lines += [change_row(change) for change in changes]
     lines += ["", "## Needs a person", ""]
     if not flags and migration.checked:
         lines.append("Nothing: every Horovod use was migrated.")

@@ -7,7 +7,7 @@ import shlex
 
 from compare.migrate.migrate_tree import FileMigration, TreeMigration
 from compare.migrate.plan.launch_facts import launch_facts_of
-from compare.migrate.report.migration_report import arguments_line, markdown_cell, markdown_code, place_changes
+from compare.migrate.report.migration_report import arguments_line, change_row, markdown_cell, place_changes
 
 
 def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[str]:
@@ -21,11 +21,8 @@ def _file_section(migrated: FileMigration, helpers_module: str | None) -> list[s
                   "then migrated as that import" for n in migrated.normalized]
         lines.append("")
     lines += ["| line | new line | Horovod | DDP | note |", "|---|---|---|---|---|"]
-    for change in place_changes(migration):
-        new_line = "-" if change.new_line is None else str(change.new_line)
-        after = change.after if not (change.line == 0 and helpers_module) else f"imported from {helpers_module}"
-        lines.append(f"| {change.line or '-'} | {new_line} | {markdown_code(change.before)} | {markdown_code(after)} "
-                     f"| {markdown_cell(change.note)} |")
+    lines += [change_row(change, f"imported from {helpers_module}" if change.line == 0 and helpers_module else None)
+              for change in place_changes(migration)]
     for flag in migration.flags:
         where = f"line {flag.line}" if flag.line else "somewhere"
         code = f" `{markdown_cell(flag.code)}`" if flag.code else ""
