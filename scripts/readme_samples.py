@@ -84,7 +84,7 @@ SAMPLES: dict[str, Sample] = {
         copies={"synthetic_throughput.py": "examples/horovod_scripts/synthetic_throughput.py"}, launches=True),
     "time-to-target": Sample(
         "docs/benchmarks.md",
-        ["python -m compare run --workload digits --np 2 --seeds 0,1 --repeats 0 --timed-seconds 0 --reference off "
+        ["python -m compare run --workload digits --np 2 --seeds 0,1 --repeats 0 --reference off "
          "--epochs 4 --batch-size 16 --target eval_accuracy=0.8 --target eval_loss=0.001 --out results/target"],
         launches=True, stored=["results/target/report.json", "results/target/comparison.json"]),
     "bench": Sample(
@@ -93,11 +93,14 @@ SAMPLES: dict[str, Sample] = {
     "matrix": Sample(
         "docs/features.md", ["python -m compare matrix --out results/matrix"], launches=True,
         stored=["results/matrix/matrix.json"]),
+    "faults": Sample(
+        "docs/fault-tolerance.md", ["python -m compare faults --out results/faults"], launches=True,
+        stored=["results/faults/faults.json"]),
     "migrate-launch": Sample(
         "docs/migration.md",
         ['python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"']),
     "verify-dual": Sample(
-        "docs/migration.md", ["python -m compare migrate dual_launch.py --verify"],
+        "docs/migration.md", ["python -m compare migrate dual_launch.py --allow-partial --verify -- --epochs 2"],
         copies={"dual_launch.py": "examples/horovod_styles/dual_launch.py"}, launches=True,
         stored=["results/migrate/dual_launch/horovod", "results/migrate/dual_launch/ddp"]),
     "verify-ray": Sample(
@@ -114,7 +117,7 @@ SAMPLES: dict[str, Sample] = {
         stored=["results/migrate/spark_horovod_runner/horovod", "results/migrate/spark_horovod_runner/ddp"]),
     "slurm-run": Sample(
         "docs/slurm.md",
-        ["python -m compare run --scheduler slurm --nodes 2 --np 2 --seeds 0 --steps 30 --repeats 0 --timed-seconds 0 "
+        ["python -m compare run --scheduler slurm --nodes 2 --np 2 --seeds 0 --steps 30 --repeats 0 "
          "--reference off --out results/slurm"],
         launches=True, cluster=True,
         stored=["results/slurm/report.json", "results/slurm/comparison.json"]),
@@ -162,7 +165,8 @@ def run_commands(commands: list[str], scratch: Path, env: dict[str, str] | None 
                                 text=True, check=False)
         if result.returncode != 0:
             raise RuntimeError(f"{command}: exit {result.returncode}: {result.stderr.strip()[-400:]}")
-        outputs.append(result.stdout)
+        # The scratch directory stands for the directory the command is typed in: its path is not the output's.
+        outputs.append(result.stdout.replace(f"{scratch}{os.sep}", ""))
     return outputs
 
 
