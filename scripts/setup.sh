@@ -41,10 +41,21 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 HVD_CACHE=${HVD_CACHE:-$HOME/.cache/hvd-compare/wheels}
 stamp_file="$VENV/.setup-stamp"
+# The choices of a set-up that started, written before it installs anything: one that failed half-way (a
+# Horovod build that does not compile against the torch chosen) leaves them, so that the next `make` tries
+# the same choice again, and fails the same way, rather than set up the defaults in its place.
+choices_file="$VENV/.setup-choices"
 
-# The choices: the variable when set (empty: the default), else what the stamp recorded, else the default. The
-# stamp has one key=value a line (an older one, all on one line, reads the same).
-recorded() { tr ' ' '\n' 2>/dev/null < "$stamp_file" | grep "^$1=" | head -n 1; }
+# The choices: the variable when set (empty: the default), else what the stamp recorded (else what the last
+# set-up that started chose), else the default. The stamp has one key=value a line (an older one, all on one
+# line, reads the same).
+recorded() {
+    local file
+    for file in "$stamp_file" "$choices_file"; do
+        [ -f "$file" ] && { tr ' ' '\n' < "$file" | grep "^$1=" | head -n 1; return; }
+    done
+    return 1
+}
 choose() {  # VARIABLE KEY DEFAULT
     local line
     if [[ -v $1 ]]; then
@@ -189,6 +200,8 @@ fi
 mpirun --version | head -n 1
 
 # --- The virtual environment ----------------------------------------------------------------------------
+mkdir -p "$VENV"
+stamp | sed -n '1,4p' > "$choices_file.tmp" && mv "$choices_file.tmp" "$choices_file"  # torch, horovod, gpu, extras
 if [ ! -x "$VENV/bin/python" ]; then
     step "creating virtual environment $VENV"
     "$PYTHON" -m venv "$VENV"

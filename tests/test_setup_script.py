@@ -56,6 +56,19 @@ def test_the_recorded_choices_stick(fake_venv):
     assert (fresh.returncode, fresh.stdout, fresh.stderr) == (0, "", "")
 
 
+def test_a_set_up_that_failed_keeps_its_choices_for_the_next(fake_venv):
+    """`TORCH_VERSION=2.12.0 make setup` that fails half-way (no stamp) leaves its choices: the next `make compare`
+    sets up torch 2.12.0 again, not the default. The stamp, once written, is what counts."""
+    (fake_venv / ".setup-choices").write_text("torch=2.12.0\nhorovod=0.28.1\ngpu=\nextras=ray\n")
+    retried = stamp_of(setup_sh("--stamp", fake_venv))
+    assert (retried["torch"], retried["extras"]) == ("2.12.0", "ray")
+    stale = setup_sh("--if-stale", fake_venv)
+    assert "running scripts/setup.sh with torch 2.12.0, extras ray" in stale.stdout, stale.stdout
+    assert stamp_of(setup_sh("--stamp", fake_venv, TORCH_VERSION="2.13.0"))["torch"] == "2.13.0"  # set: it decides
+    (fake_venv / ".setup-stamp").write_text(setup_sh("--stamp", fake_venv, TORCH_VERSION="2.11.0").stdout)
+    assert stamp_of(setup_sh("--stamp", fake_venv))["torch"] == "2.11.0"
+
+
 def test_a_new_choice_makes_the_set_up_stale(fake_venv):
     """The other direction: a variable that is set replaces the recorded choice; set empty, it is the default."""
     (fake_venv / ".setup-stamp").write_text(setup_sh("--stamp", fake_venv, TORCH_VERSION="2.12.0",
