@@ -11,7 +11,10 @@ then re-run on them), or, for a shown command that launches, the records it wrot
     python scripts/readme_samples.py migrate-script     # only these
     python scripts/readme_samples.py --list             # each sample, its page, and whether it launches
 
-A sample whose commands fail leaves its page as it was and makes the exit status 1.
+A sample whose commands fail leaves its page as it was and makes the exit status 1. The Slurm samples run under
+the tests' private two-node cluster (tests/slurm_cluster.py: root and `make setup EXTRAS=slurm`); the Ray and
+Spark ones need EXTRAS=ray,spark. tests/test_doc_samples.py also fails on any block of output in the pages that
+is not a sample here.
 """
 
 from __future__ import annotations

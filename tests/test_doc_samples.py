@@ -78,12 +78,15 @@ def test_a_sample_is_what_its_commands_print_now(name, tmp_path):
         f"{sample.page}: the {name} sample is no longer what its commands print: make samples"
 
 
-def test_the_check_fails_on_a_sample_that_is_not_the_output(tmp_path):
-    """The comparison above catches an edited sample (as the README's five lines for a one-line output were)."""
-    sample = SAMPLES["migrate-script"]
-    outputs = samples.run_commands(sample.shown, scratch_with_inputs("migrate-script", tmp_path))
-    edited = [*samples.body(sample, outputs), "  line 9: `import horovod.torch as hvd` -> ..."]
-    assert edited != samples.body(sample, outputs)
+def test_the_script_rewrites_only_the_block_after_its_marker_and_keeps_its_indent():
+    """A sample inside a list item is indented as a whole; the page around it is left as it was."""
+    page = ("1. A step. It prints: <!-- sample: x -->\n   ```text\n   old line\n   ```\n\n"
+            "Then: <!-- sample: y -->\n```text\nother\n```\n")
+    new = samples.replace_block(page, "x", "```text\n$ python -m compare x\n\nline two\n```\n")
+    assert new == ("1. A step. It prints: <!-- sample: x -->\n   ```text\n   $ python -m compare x\n\n   line two\n"
+                   "   ```\n\nThen: <!-- sample: y -->\n```text\nother\n```\n")
+    with pytest.raises(RuntimeError, match="no <!-- sample: z -->"):
+        samples.replace_block(page, "z", "```text\n```\n")
 
 
 # "speed launches: np 2 times 2 s (121 steps; no overhead measured; chosen from round 1)" (compare/commands/run.py)
