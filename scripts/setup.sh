@@ -146,6 +146,16 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
+cuda_torch_without_toolkit() {  # PY: prints the CUDA version of PY's torch when it is a CUDA build with no toolkit here
+    local cuda home
+    cuda=$("$1" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null) || return 1
+    [ -n "$cuda" ] || return 1
+    for home in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
+        [ -n "$home" ] && [ -f "$home/include/cuda_runtime.h" ] && return 1
+    done
+    echo "$cuda"
+}
+
 # --- Debian packages, no service at boot ----------------------------------------------------------------
 # Debian's packages of daemons (openssh-server, munge, slurmd, slurmctld) enable their service at boot and
 # start it as they install; the tests start private daemons of their own and need none of these. While apt
@@ -215,6 +225,15 @@ torch_args=("torch==$TORCH_VERSION")
 "${pip[@]}" "${torch_args[@]}"
 # What Horovod's setup.py imports; it builds without isolation so that it sees this torch.
 "${pip[@]}" setuptools wheel packaging psutil cloudpickle pyyaml cffi
+# A CUDA build of torch (what pip's default index gives for some versions, 2.12.0 among them) makes Horovod's
+# build compile its CUDA operations whatever HOROVOD_GPU_OPERATIONS says, and CMake then stops minutes in
+# ("Could NOT find CUDAToolkit") where the toolkit's headers are missing: say so now, in one line.
+if cuda=$(cuda_torch_without_toolkit "$py"); then
+    echo "setup: torch $TORCH_VERSION installed here is a CUDA $cuda build, and Horovod built against it needs the" \
+        "CUDA toolkit, whose headers (cuda_runtime.h) are not here: give TORCH_INDEX (PyTorch's index of CPU" \
+        "wheels) for a CPU torch, or install the toolkit and point CUDA_HOME at it" >&2
+    exit 1
+fi
 
 abi=$("$py" -c 'import sys; print(f"cp{sys.version_info.major}{sys.version_info.minor}")')
 torch_full=$("$py" -c 'import torch; print(torch.__version__.replace("+", "_"))')

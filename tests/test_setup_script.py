@@ -141,3 +141,31 @@ def test_the_check_says_what_it_would_install(tmp_path):
     assert result.stdout.startswith("setup: prerequisites met; would install openmpi-bin libopenmpi-dev")
     assert "(extras spark)" in result.stdout
     assert not marks.exists() and not (tmp_path / "venv").exists()
+
+
+def test_a_cuda_torch_without_the_toolkit_stops_before_the_build(tmp_path):
+    """`TORCH_VERSION=2.12.0 make setup` on a CPU machine: pip's default index gives torch 2.12.0+cu130, and Horovod's
+    build against it failed minutes in (CMake: "Could NOT find CUDAToolkit"). It now stops after torch, in one
+    line that says what to do. The virtual environment's python here answers as such a one would: Python 3.11,
+    its headers, pip that installs, torch with CUDA 13.0."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    calls = tmp_path / "python-calls"
+    (venv / "bin" / "python").write_text(f"""#!/bin/sh
+echo "$*" >> {calls}
+case "$*" in
+    *version_info*) echo 3.11.7 ;;
+    *torch.version.cuda*) echo 13.0 ;;
+esac
+exit 0
+""")
+    (venv / "bin" / "python").chmod(0o755)
+    path, marks = path_without(tmp_path)
+    result = setup_sh("", venv, path=path, TORCH_VERSION="2.12.0", CUDA_HOME=str(tmp_path / "no-toolkit"))
+    if marks.exists():
+        pytest.skip("Debian packages are missing here: the set-up would install them first")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("setup: torch 2.12.0 installed here is a CUDA 13.0 build, and Horovod built")
+    assert result.stderr.count("\n") == 1
+    assert "pip install -q --disable-pip-version-check torch==2.12.0" in calls.read_text()
+    assert "building Horovod" not in result.stdout and "pip wheel" not in calls.read_text()
