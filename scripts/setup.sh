@@ -46,12 +46,12 @@ stamp_file="$VENV/.setup-stamp"
 # the same choice again, and fails the same way, rather than set up the defaults in its place.
 choices_file="$VENV/.setup-choices"
 
-# The choices: the variable when set (empty: the default), else what the stamp recorded (else what the last
-# set-up that started chose), else the default. The stamp has one key=value a line (an older one, all on one
-# line, reads the same).
+# The choices: the variable when set (empty: the default), else what the last set-up that started chose (the
+# same as its stamp when it succeeded; a virtual environment older than the choices file: its stamp), else the
+# default. Both files have one key=value a line (an older stamp, all on one line, reads the same).
 recorded() {
     local file
-    for file in "$stamp_file" "$choices_file"; do
+    for file in "$choices_file" "$stamp_file"; do
         [ -f "$file" ] && { tr ' ' '\n' < "$file" | grep "^$1=" | head -n 1; return; }
     done
     return 1
@@ -146,16 +146,6 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
-cuda_torch_without_toolkit() {  # PY: prints the CUDA version of PY's torch when it is a CUDA build with no toolkit here
-    local cuda home
-    cuda=$("$1" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null) || return 1
-    [ -n "$cuda" ] || return 1
-    for home in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
-        [ -n "$home" ] && [ -f "$home/include/cuda_runtime.h" ] && return 1
-    done
-    echo "$cuda"
-}
-
 # --- Debian packages, no service at boot ----------------------------------------------------------------
 # Debian's packages of daemons (openssh-server, munge, slurmd, slurmctld) enable their service at boot and
 # start it as they install; the tests start private daemons of their own and need none of these. While apt
@@ -226,12 +216,13 @@ torch_args=("torch==$TORCH_VERSION")
 # What Horovod's setup.py imports; it builds without isolation so that it sees this torch.
 "${pip[@]}" setuptools wheel packaging psutil cloudpickle pyyaml cffi
 # A CUDA build of torch (what pip's default index gives for some versions, 2.12.0 among them) makes Horovod's
-# build compile its CUDA operations whatever HOROVOD_GPU_OPERATIONS says, and CMake then stops minutes in
-# ("Could NOT find CUDAToolkit") where the toolkit's headers are missing: say so now, in one line.
-if cuda=$(cuda_torch_without_toolkit "$py"); then
-    echo "setup: torch $TORCH_VERSION installed here is a CUDA $cuda build, and Horovod built against it needs the" \
-        "CUDA toolkit, whose headers (cuda_runtime.h) are not here: give TORCH_INDEX (PyTorch's index of CPU" \
-        "wheels) for a CPU torch, or install the toolkit and point CUDA_HOME at it" >&2
+# build compile CUDA code whatever HOROVOD_GPU_OPERATIONS says; on a machine set up for CPU that stops minutes
+# in (CMake: "Could NOT find CUDAToolkit", then the CUDA runtime for torch's target). Said now, in one line.
+torch_cuda=$("$py" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null || true)
+if [ -n "$torch_cuda" ] && [ "$gpu_ops" = none ]; then
+    echo "setup: torch $TORCH_VERSION is a CUDA $torch_cuda build, against which Horovod builds only as a CUDA" \
+        "build: give TORCH_INDEX (PyTorch's index of CPU wheels) for a CPU torch, or, on a CUDA machine," \
+        "HOROVOD_GPU_OPERATIONS=NCCL" >&2
     exit 1
 fi
 
