@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.list:
         for name, sample in SAMPLES.items():
-            print(f"{name:16} {sample.page:30} {'launches' if sample.launches or sample.prepare else 'no launch'}")
+            print(f"{name:20} {sample.page:30} {'launches' if sample.launches or sample.prepare else 'no launch'}"
+                  f"{', on a private Slurm cluster' if sample.cluster else ''}")
         return 0
     unknown = [name for name in ns.names if name not in SAMPLES]
     if unknown:
