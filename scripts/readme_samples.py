@@ -104,7 +104,8 @@ SAMPLES: dict[str, Sample] = {
         ['python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"']),
     "verify-dual": Sample(
         "docs/migration.md", ["python -m compare migrate dual_launch.py --allow-partial --verify -- --epochs 2"],
-        copies={"dual_launch.py": "examples/horovod_styles/dual_launch.py"}, launches=True,
+        copies={"dual_launch.py": "examples/horovod_styles/dual_launch.py",
+                "mnist_standin.py": "examples/horovod_styles/mnist_standin.py"}, launches=True,
         stored=["results/migrate/dual_launch/horovod", "results/migrate/dual_launch/ddp"]),
     "verify-ray": Sample(
         "docs/migration.md", ["python -m compare migrate ray_train_horovod.py --verify --timeout 240"],
