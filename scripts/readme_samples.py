@@ -185,13 +185,15 @@ def body(sample: Sample, outputs: list[str]) -> list[str]:
 
 
 def block(sample: Sample, lines: list[str], produced: str) -> str:
-    return "```text\n" + "\n".join([f"$ {sample.shown[0]}{MARK}{produced}", *lines]) + "\n```\n"
+    """A ```text block; a longer fence where the output holds fences of its own (bench.md's code blocks)."""
+    fence = "````" if any(line.lstrip().startswith("```") for line in lines) else "```"
+    return f"{fence}text\n" + "\n".join([f"$ {sample.shown[0]}{MARK}{produced}", *lines]) + f"\n{fence}\n"
 
 
 def block_pattern(name: str) -> re.Pattern[str]:
     """The marker, then the block (indented as a whole where it sits in a list item): groups indent, lines."""
-    return re.compile(rf"<!-- sample: {re.escape(name)} -->\n(?P<indent> *)```text\n(?P<lines>.*?)\n(?P=indent)```\n",
-                      re.DOTALL)
+    return re.compile(rf"<!-- sample: {re.escape(name)} -->\n(?P<indent> *)(?P<fence>`{{3,}})text\n(?P<lines>.*?)\n"
+                      rf"(?P=indent)(?P=fence)\n", re.DOTALL)
 
 
 def indented(new: str, indent: str) -> str:

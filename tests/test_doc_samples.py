@@ -262,9 +262,9 @@ def output_offences(text: str) -> list[str]:
     """Each block of output or measured table in a page that is not a sample: 'line N: why'."""
     lines, offences, number = text.split("\n"), [], 0
     while number < len(lines):
-        fence = re.match(r"^(\s*)```(\S*)\s*$", lines[number])
+        fence = re.match(r"^\s*(`{3,})([^`\s]*)\s*$", lines[number])
         if fence:
-            end = next((i for i in range(number + 1, len(lines)) if lines[i].strip() == "```"), len(lines))
+            end = next((i for i in range(number + 1, len(lines)) if lines[i].strip() == fence.group(1)), len(lines))
             before = lines[number - 1] if number else ""
             info, body = fence.group(2).lower(), lines[number + 1:end]
             if SAMPLE_MARK.search(before):
@@ -309,6 +309,7 @@ def test_the_scan_catches_pasted_output_and_passes_samples_and_code():
         "A transcript:", "```bash", "$ python -m compare check a b", "parity holds", "```",
         "Made here: <!-- sample: compare-run -->", "```text", "$ python -m compare run", "```",
         "The tree: <!-- not output: the layout -->", "```", "compare/  the CLI", "```",
+        "A sample with fences of its own: <!-- sample: bench -->", "````text", "```json", "{}", "```", "````",
         "| launcher | np | total |", "|---|---|---|", "| torchrun | 2 | 5.08 s |",
         "| option | default |", "|---|---|", "| --np | 1,2 |", "| torch | 2.13.0 |"])
-    assert [offence.split(":")[0] for offence in output_offences(page)] == ["line 6", "line 11", "line 22"]
+    assert [offence.split(":")[0] for offence in output_offences(page)] == ["line 6", "line 11", "line 28"]
