@@ -11,7 +11,10 @@ then re-run on them), or, for a shown command that launches, the records it wrot
     python scripts/readme_samples.py migrate-script     # only these
     python scripts/readme_samples.py --list             # each sample, its page, and whether it launches
 
-A sample whose commands fail leaves its page as it was and makes the exit status 1.
+A sample whose commands fail leaves its page as it was and makes the exit status 1. The Slurm samples run under
+the tests' private two-node cluster (tests/slurm_cluster.py: root and `make setup EXTRAS=slurm`); the Ray and
+Spark ones need EXTRAS=ray,spark. tests/test_doc_samples.py also fails on any block of output in the pages that
+is not a sample here.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Sample:
     copies: dict[str, str] = field(default_factory=dict)  # scratch name -> repository path
     stored: list[str] = field(default_factory=list)  # scratch paths kept under docs/samples/NAME/ for the test
     launches: bool = False  # a shown command launches: the test re-renders its stored records, never runs it
+    cluster: bool = False  # its commands run against a private two-node Slurm cluster (tests/slurm_cluster.py)
     # what differs from run to run in the output, masked by the test: measured times, rates, load
     measured: tuple[str, ...] = ()
 
@@ -81,6 +85,52 @@ SAMPLES: dict[str, Sample] = {
         ["python -m compare migrate synthetic_throughput.py -o results/bench_ddp.py --force --verify --speed-rounds 2 "
          "-- --iters 5 --warmup-batches 5"],
         copies={"synthetic_throughput.py": "examples/horovod_scripts/synthetic_throughput.py"}, launches=True),
+    "time-to-target": Sample(
+        "docs/benchmarks.md",
+        ["python -m compare run --workload digits --np 2 --seeds 0,1 --repeats 0 --reference off "
+         "--epochs 4 --batch-size 16 --target eval_accuracy=0.8 --target eval_loss=0.001 --out results/target"],
+        launches=True, stored=["results/target/report.json", "results/target/comparison.json"]),
+    "bench": Sample(
+        "docs/benchmarks.md", ["python -m compare bench --out results/bench", "cat results/bench/bench.md"],
+        launches=True, stored=["results/bench/bench.json"]),
+    "matrix": Sample(
+        "docs/features.md", ["python -m compare matrix --out results/matrix"], launches=True,
+        stored=["results/matrix/matrix.json"]),
+    "faults": Sample(
+        "docs/fault-tolerance.md", ["python -m compare faults --out results/faults"], launches=True,
+        stored=["results/faults/faults.json"]),
+    "migrate-launch": Sample(
+        "docs/migration.md",
+        ['python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"']),
+    "verify-dual": Sample(
+        "docs/migration.md", ["python -m compare migrate dual_launch.py --allow-partial --verify -- --epochs 2"],
+        copies={"dual_launch.py": "examples/horovod_styles/dual_launch.py",
+                "mnist_standin.py": "examples/horovod_styles/mnist_standin.py"}, launches=True,
+        stored=["results/migrate/dual_launch/horovod", "results/migrate/dual_launch/ddp"]),
+    "verify-ray": Sample(
+        "docs/migration.md", ["python -m compare migrate ray_train_horovod.py --verify --timeout 240"],
+        copies={"ray_train_horovod.py": "examples/platform_scripts/ray_train_horovod.py"}, launches=True,
+        stored=["results/migrate/ray_train_horovod/horovod", "results/migrate/ray_train_horovod/ddp"]),
+    "verify-spark": Sample(
+        "docs/migration.md", ["python -m compare migrate spark_horovod_run.py --verify --timeout 240"],
+        copies={"spark_horovod_run.py": "examples/platform_scripts/spark_horovod_run.py"}, launches=True,
+        stored=["results/migrate/spark_horovod_run/horovod", "results/migrate/spark_horovod_run/ddp"]),
+    "verify-spark-runner": Sample(
+        "docs/migration.md", ["python -m compare migrate spark_horovod_runner.py --verify --timeout 240"],
+        copies={"spark_horovod_runner.py": "examples/platform_scripts/spark_horovod_runner.py"}, launches=True,
+        stored=["results/migrate/spark_horovod_runner/horovod", "results/migrate/spark_horovod_runner/ddp"]),
+    "slurm-run": Sample(
+        "docs/slurm.md",
+        ["python -m compare run --scheduler slurm --nodes 2 --np 2 --seeds 0 --steps 30 --repeats 0 "
+         "--reference off --out results/slurm"],
+        launches=True, cluster=True,
+        stored=["results/slurm/report.json", "results/slurm/comparison.json"]),
+    "slurm-verify": Sample(
+        "docs/migration.md",
+        ["python -m compare migrate wrapper_module -o wrapper_module_ddp --verify --entry train.py --scheduler slurm "
+         "--nodes 2 -- --epochs 1"],
+        copies={"wrapper_module": "examples/repos/wrapper_module"}, launches=True, cluster=True,
+        stored=["results/migrate/wrapper_module/horovod", "results/migrate/wrapper_module/ddp"]),
 }
 
 
@@ -111,15 +161,16 @@ def scratch_env() -> dict[str, str]:
             "PATH": os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")])}
 
 
-def run_commands(commands: list[str], scratch: Path) -> list[str]:
+def run_commands(commands: list[str], scratch: Path, env: dict[str, str] | None = None) -> list[str]:
     """Each command's stdout, run in the scratch directory; raises RuntimeError when one fails."""
     outputs = []
     for command in commands:
-        result = subprocess.run(argv_of(command), cwd=scratch, env=scratch_env(), capture_output=True, text=True,
-                                check=False)
+        result = subprocess.run(argv_of(command), cwd=scratch, env=env or scratch_env(), capture_output=True,
+                                text=True, check=False)
         if result.returncode != 0:
             raise RuntimeError(f"{command}: exit {result.returncode}: {result.stderr.strip()[-400:]}")
-        outputs.append(result.stdout)
+        # The scratch directory stands for the directory the command is typed in: its path is not the output's.
+        outputs.append(result.stdout.replace(f"{scratch}{os.sep}", ""))
     return outputs
 
 
@@ -134,14 +185,35 @@ def body(sample: Sample, outputs: list[str]) -> list[str]:
 
 
 def block(sample: Sample, lines: list[str], produced: str) -> str:
-    return "```text\n" + "\n".join([f"$ {sample.shown[0]}{MARK}{produced}", *lines]) + "\n```\n"
+    """A ```text block; a longer fence where the output holds fences of its own (bench.md's code blocks)."""
+    fence = "````" if any(line.lstrip().startswith("```") for line in lines) else "```"
+    return f"{fence}text\n" + "\n".join([f"$ {sample.shown[0]}{MARK}{produced}", *lines]) + f"\n{fence}\n"
+
+
+def block_pattern(name: str) -> re.Pattern[str]:
+    """The marker, then the block (indented as a whole where it sits in a list item): groups indent, lines."""
+    return re.compile(rf"<!-- sample: {re.escape(name)} -->\n(?P<indent> *)(?P<fence>`{{3,}})text\n(?P<lines>.*?)\n"
+                      rf"(?P=indent)(?P=fence)\n", re.DOTALL)
+
+
+def indented(new: str, indent: str) -> str:
+    return "".join(indent + line if line.strip() else line for line in new.splitlines(keepends=True))
 
 
 def replace_block(text: str, name: str, new: str) -> str:
-    pattern = re.compile(rf"(<!-- sample: {re.escape(name)} -->\n)```text\n.*?\n```\n", re.DOTALL)
+    pattern = block_pattern(name)
     if not pattern.search(text):
         raise RuntimeError(f"no <!-- sample: {name} --> marker before a ```text block")
-    return pattern.sub(lambda m: m.group(1) + new, text, count=1)
+    return pattern.sub(lambda m: f"<!-- sample: {name} -->\n" + indented(new, m.group("indent")), text, count=1)
+
+
+def shown_lines(name: str) -> list[str]:
+    """The sample's block as its page shows it, without the block's indent."""
+    found = block_pattern(name).search((ROOT / SAMPLES[name].page).read_text(encoding="utf-8"))
+    if not found:
+        raise RuntimeError(f"{SAMPLES[name].page}: no block after <!-- sample: {name} -->")
+    indent = found.group("indent")
+    return [line.removeprefix(indent) for line in found.group("lines").split("\n")]
 
 
 def store(name: str, sample: Sample, scratch: Path) -> None:
@@ -157,14 +229,36 @@ def store(name: str, sample: Sample, scratch: Path) -> None:
             shutil.copy(source, target / path)
 
 
+def copy_inputs(sample: Sample, scratch: Path) -> None:
+    for target, source in sample.copies.items():
+        if (ROOT / source).is_dir():
+            shutil.copytree(ROOT / source, scratch / target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(ROOT / source, scratch / target)
+
+
+def run_sample(sample: Sample, scratch: Path) -> list[str]:
+    """The shown commands' outputs, after the hidden ones; with the sample's Slurm cluster when it has one."""
+    if not sample.cluster:
+        run_commands(sample.prepare, scratch)
+        return run_commands(sample.shown, scratch)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from slurm_cluster import SlurmCluster, unavailable  # the tests' private cluster: nothing outside its folder
+
+    if (reason := unavailable()) is not None:
+        raise RuntimeError(f"no Slurm cluster here: {reason}")
+    with SlurmCluster(scratch / "cluster", nodes=2, cpus=4) as cluster:
+        env = cluster.env({**scratch_env(), "OMP_NUM_THREADS": "1"})
+        run_commands(sample.prepare, scratch, env)
+        return run_commands(sample.shown, scratch, env)
+
+
 def make(name: str, produced: str) -> None:
     sample = SAMPLES[name]
     with tempfile.TemporaryDirectory(prefix="doc-sample-") as scratch_name:
         scratch = Path(scratch_name)
-        for target, source in sample.copies.items():
-            shutil.copy(ROOT / source, scratch / target)
-        run_commands(sample.prepare, scratch)
-        outputs = run_commands(sample.shown, scratch)
+        copy_inputs(sample, scratch)
+        outputs = run_sample(sample, scratch)
         store(name, sample, scratch)
     page = ROOT / sample.page
     write_atomic(page, replace_block(page.read_text(encoding="utf-8"), name,
@@ -178,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.list:
         for name, sample in SAMPLES.items():
-            print(f"{name:16} {sample.page:30} {'launches' if sample.launches or sample.prepare else 'no launch'}")
+            print(f"{name:20} {sample.page:30} {'launches' if sample.launches or sample.prepare else 'no launch'}"
+                  f"{', on a private Slurm cluster' if sample.cluster else ''}")
         return 0
     unknown = [name for name in ns.names if name not in SAMPLES]
     if unknown:

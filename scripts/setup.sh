@@ -41,10 +41,21 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 HVD_CACHE=${HVD_CACHE:-$HOME/.cache/hvd-compare/wheels}
 stamp_file="$VENV/.setup-stamp"
+# The choices of a set-up that started, written before it installs anything: one that failed half-way (a
+# Horovod build that does not compile against the torch chosen) leaves them, so that the next `make` tries
+# the same choice again, and fails the same way, rather than set up the defaults in its place.
+choices_file="$VENV/.setup-choices"
 
-# The choices: the variable when set (empty: the default), else what the stamp recorded, else the default. The
-# stamp has one key=value a line (an older one, all on one line, reads the same).
-recorded() { tr ' ' '\n' 2>/dev/null < "$stamp_file" | grep "^$1=" | head -n 1; }
+# The choices: the variable when set (empty: the default), else what the last set-up that started chose (the
+# same as its stamp when it succeeded; a virtual environment older than the choices file: its stamp), else the
+# default. Both files have one key=value a line (an older stamp, all on one line, reads the same).
+recorded() {
+    local file
+    for file in "$choices_file" "$stamp_file"; do
+        [ -f "$file" ] && { tr ' ' '\n' < "$file" | grep "^$1=" | head -n 1; return; }
+    done
+    return 1
+}
 choose() {  # VARIABLE KEY DEFAULT
     local line
     if [[ -v $1 ]]; then
@@ -189,6 +200,8 @@ fi
 mpirun --version | head -n 1
 
 # --- The virtual environment ----------------------------------------------------------------------------
+mkdir -p "$VENV"
+stamp | sed -n '1,4p' > "$choices_file.tmp" && mv "$choices_file.tmp" "$choices_file"  # torch, horovod, gpu, extras
 if [ ! -x "$VENV/bin/python" ]; then
     step "creating virtual environment $VENV"
     "$PYTHON" -m venv "$VENV"
@@ -202,6 +215,16 @@ torch_args=("torch==$TORCH_VERSION")
 "${pip[@]}" "${torch_args[@]}"
 # What Horovod's setup.py imports; it builds without isolation so that it sees this torch.
 "${pip[@]}" setuptools wheel packaging psutil cloudpickle pyyaml cffi
+# A CUDA build of torch (what pip's default index gives for some versions, 2.12.0 among them) makes Horovod's
+# build compile CUDA code whatever HOROVOD_GPU_OPERATIONS says; on a machine set up for CPU that stops minutes
+# in (CMake: "Could NOT find CUDAToolkit", then the CUDA runtime for torch's target). Said now, in one line.
+torch_cuda=$("$py" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null || true)
+if [ -n "$torch_cuda" ] && [ "$gpu_ops" = none ]; then
+    echo "setup: torch $TORCH_VERSION is a CUDA $torch_cuda build, against which Horovod builds only as a CUDA" \
+        "build: give TORCH_INDEX (PyTorch's index of CPU wheels) for a CPU torch, or, on a CUDA machine," \
+        "HOROVOD_GPU_OPERATIONS=NCCL" >&2
+    exit 1
+fi
 
 abi=$("$py" -c 'import sys; print(f"cp{sys.version_info.major}{sys.version_info.minor}")')
 torch_full=$("$py" -c 'import torch; print(torch.__version__.replace("+", "_"))')

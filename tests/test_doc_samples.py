@@ -25,11 +25,10 @@ SAMPLES, STORE = samples.SAMPLES, samples.STORE
 
 def shown_block(name: str) -> list[str]:
     """The sample's block as the page shows it."""
-    sample = SAMPLES[name]
-    text = (ROOT / sample.page).read_text(encoding="utf-8")
-    found = re.search(rf"<!-- sample: {re.escape(name)} -->\n```text\n(.*?)\n```\n", text, re.DOTALL)
-    assert found, f"{sample.page}: no block after <!-- sample: {name} -->"
-    return found.group(1).split("\n")
+    try:
+        return samples.shown_lines(name)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 def said_when(name: str) -> list[str]:
@@ -49,8 +48,7 @@ def masked(lines: list[str], measured: tuple[str, ...]) -> list[str]:
 
 def scratch_with_inputs(name: str, tmp_path: Path) -> Path:
     sample = SAMPLES[name]
-    for target, source in sample.copies.items():
-        shutil.copy(ROOT / source, tmp_path / target)
+    samples.copy_inputs(sample, tmp_path)
     if (STORE / name).is_dir():
         shutil.copytree(STORE / name, tmp_path, dirs_exist_ok=True)
     for path in sample.stored:
@@ -80,52 +78,136 @@ def test_a_sample_is_what_its_commands_print_now(name, tmp_path):
         f"{sample.page}: the {name} sample is no longer what its commands print: make samples"
 
 
-def test_the_check_fails_on_a_sample_that_is_not_the_output(tmp_path):
-    """The comparison above catches an edited sample (as the README's five lines for a one-line output were)."""
-    sample = SAMPLES["migrate-script"]
-    outputs = samples.run_commands(sample.shown, scratch_with_inputs("migrate-script", tmp_path))
-    edited = [*samples.body(sample, outputs), "  line 9: `import horovod.torch as hvd` -> ..."]
-    assert edited != samples.body(sample, outputs)
+def test_the_script_rewrites_only_the_block_after_its_marker_and_keeps_its_indent():
+    """A sample inside a list item is indented as a whole; the page around it is left as it was."""
+    page = ("1. A step. It prints: <!-- sample: x -->\n   ```text\n   old line\n   ```\n\n"
+            "Then: <!-- sample: y -->\n```text\nother\n```\n")
+    new = samples.replace_block(page, "x", "```text\n$ python -m compare x\n\nline two\n```\n")
+    assert new == ("1. A step. It prints: <!-- sample: x -->\n   ```text\n   $ python -m compare x\n\n   line two\n"
+                   "   ```\n\nThen: <!-- sample: y -->\n```text\nother\n```\n")
+    with pytest.raises(RuntimeError, match="no <!-- sample: z -->"):
+        samples.replace_block(page, "z", "```text\n```\n")
 
 
-def test_the_compare_run_sample_is_what_the_renderer_prints_for_its_records():
+# "speed launches: np 2 times 2 s (121 steps; no overhead measured; chosen from round 1)" (compare/commands/run.py)
+WINDOW_LINE = re.compile(r"speed launches: np \d+ times [\d.]+ s \([\d,]+ steps; [^()]*\)"
+                         r"(; np \d+ times [\d.]+ s \([\d,]+ steps; [^()]*\))*")
+
+
+def compare_run_out(name: str) -> Path:
+    """Where the sample's `compare run --out DIR` wrote its records (stored under docs/samples/NAME/)."""
+    words = SAMPLES[name].shown[0].split()
+    return STORE / name / words[words.index("--out") + 1]
+
+
+@pytest.mark.parametrize("name", [name for name, s in SAMPLES.items()
+                                  if s.launches and s.shown[0].startswith("python -m compare run ")])
+def test_a_compare_run_sample_is_what_the_renderer_prints_for_its_records(name):
     """`compare run` launches for minutes: its sample is rendered again from the result record the run wrote
-    (report.json's analysis, comparison.json, the rounds' design; stored with the sample) by the code that
-    printed it, so that a change to what the run prints fails here until the sample is made again."""
+    (report.json's analysis, comparison.json, the rounds' design where it had one; stored with the sample) by
+    the code that printed it, so that a change to what the run prints fails here until the sample is made
+    again."""
     from compare.commands.report import terminal_lines
     from compare.commands.run import window_line
     from compare.commands.sequential_rounds import forecast_line
     from compare.render.speed import stop_line
 
-    shown = said_when("compare-run")
-    out = STORE / "compare-run" / "results" / "run"
+    shown = said_when(name)
+    out = compare_run_out(name)
     report = json.loads((out / "report.json").read_text())
     analysis, compared = report["analysis"], report["environment"].get("compared")
     comparison = json.loads((out / "comparison.json").read_text())
-    design = json.loads((out / "runs" / "sequential.json").read_text())
-    states = [level["speed"]["sequential"] if level.get("speed") else None for level in analysis["levels"]]
-    said_as_it_ran = []  # the windows chosen from round 1, then the first look's forecast (the design keeps both)
-    if design.get("windows"):
-        said_as_it_ran.append(window_line({int(ws): w for ws, w in design["windows"].items()}))
-    forecasts = [own["forecast"] for _, own in sorted(design["world_sizes"].items(), key=lambda kv: int(kv[0]))
-                 if own.get("forecast")]
-    if forecasts:
-        said_as_it_ran.append(forecast_line(forecasts, int(design.get("planned_rounds") or 0) or None))
-    expected = [f"comparing {compared}", *said_as_it_ran, stop_line(design, states),
-                *terminal_lines(analysis, comparison, compared, comparison["comparison_wall_s"],
-                                Path("results/run/report.md"))]
-    assert shown == expected, "the compare-run sample is not what compare run prints for its records: make samples"
+    said_as_it_ran = []  # the windows chosen from round 1, the first look's forecast, the stop (the design keeps them)
+    if (out / "runs" / "sequential.json").is_file():
+        design = json.loads((out / "runs" / "sequential.json").read_text())
+        states = [level["speed"]["sequential"] if level.get("speed") else None for level in analysis["levels"]]
+        if design.get("windows"):
+            said_as_it_ran.append(window_line({int(ws): w for ws, w in design["windows"].items()}))
+        forecasts = [own["forecast"] for _, own in sorted(design["world_sizes"].items(), key=lambda kv: int(kv[0]))
+                     if own.get("forecast")]
+        if forecasts:
+            said_as_it_ran.append(forecast_line(forecasts, int(design.get("planned_rounds") or 0) or None))
+        said_as_it_ran.append(stop_line(design, states))
+    elif len(shown) > 1 and WINDOW_LINE.fullmatch(shown[1]):
+        said_as_it_ran.append(shown[1])  # without rounds no design keeps the windows: their figures are the run's
+    report_md = Path(str(out.relative_to(STORE / name))) / "report.md"
+    expected = [f"comparing {compared}", *said_as_it_ran,
+                *terminal_lines(analysis, comparison, compared, comparison["comparison_wall_s"], report_md)]
+    assert shown == expected, f"the {name} sample is not what compare run prints for its records: make samples"
 
 
-def test_the_verify_sample_holds_the_check_of_its_records(tmp_path):
+def test_the_bench_sample_is_what_the_renderer_makes_of_its_record():
+    """`compare bench` launches for minutes: its printed lines and its bench.md are rendered again from the
+    bench.json stored with the sample."""
+    from compare.render.bench import markdown, terminal_summary
+
+    shown = said_when("bench")
+    result = json.loads((STORE / "bench" / "results" / "bench" / "bench.json").read_text())
+    printed = [*terminal_summary(result), "bench: results/bench/bench.md  (also bench.json, tuned.json)"]
+    cat = SAMPLES["bench"].shown[1]
+    expected = [*printed, f"$ {cat}", *[line.rstrip() for line in markdown(result).rstrip("\n").split("\n")]]
+    if not result.get("sweeps"):
+        expected[len(printed) - 1] = "bench: results/bench/bench.md  (also bench.json)"
+    assert shown == expected, "the bench sample is not what compare bench prints for its record: make samples"
+
+
+def test_the_matrix_sample_is_what_the_renderer_makes_of_its_record():
+    """`compare matrix` launches every feature's pair: its table is rendered again from the rows its matrix.json
+    kept (verdicts, gaps, ratios, details), with each feature's forms and notes as the code declares them now."""
+    from compare.commands.matrix import FEATURES
+    from compare.render.blocks import render_markdown
+    from compare.render.matrix import Row, matrix_table
+
+    shown = said_when("matrix")
+    document = json.loads((STORE / "matrix" / "results" / "matrix" / "matrix.json").read_text())
+    features = {feature.name: feature for feature in FEATURES}
+    rows = [Row(features[row["feature"]], row["verdict"], gap=row["max_rel_diff"],
+                speed_ratio=row["step_time_ratio_hvd_over_ddp"], effect=row["effect"], detail=row["detail"])
+            for row in document["rows"]]
+    printed = f"{render_markdown([matrix_table(rows)])}\nmatrix: results/matrix/matrix.md  (also matrix.json)"
+    expected = [line.rstrip() for line in printed.split("\n")]
+    assert shown == expected, "the matrix sample is not what compare matrix prints for its record: make samples"
+
+
+def test_the_faults_sample_is_what_the_renderer_makes_of_its_record():
+    """`compare faults` launches every scenario: its table is rendered again from the results its faults.json
+    kept."""
+    from compare.analysis.faults import FaultResult
+    from compare.render.blocks import render_markdown
+    from compare.render.faults import fault_table
+
+    shown = said_when("faults")
+    document = json.loads((STORE / "faults" / "results" / "faults" / "faults.json").read_text())
+    results = [FaultResult(**result) for result in document["results"]]
+    printed = f"{render_markdown([fault_table(results)])}\nfaults: results/faults/faults.md  (also faults.json)"
+    expected = [line.rstrip() for line in printed.split("\n")]
+    assert shown == expected, "the faults sample is not what compare faults prints for its record: make samples"
+
+
+def verify_sides(name: str) -> tuple[str, str]:
+    horovod, ddp = SAMPLES[name].stored
+    return horovod, ddp
+
+
+@pytest.mark.parametrize("name", [name for name, s in SAMPLES.items() if " --verify" in s.shown[0] and s.stored])
+def test_a_verify_sample_holds_the_check_of_its_records(name, tmp_path):
     """`--verify` launches both sides: the part of its sample that `compare check` printed is checked against
     check's output for the two records it wrote (stored with the sample); its timings are the machine's."""
-    shown = said_when("migrate-verify")
-    scratch = scratch_with_inputs("migrate-verify", tmp_path)
-    horovod, ddp = SAMPLES["migrate-verify"].stored
-    check = stdout_of(["-m", "compare", "check", horovod, ddp], scratch).rstrip("\n").split("\n")
+    shown = said_when(name)
+    scratch = scratch_with_inputs(name, tmp_path)
+    check = stdout_of(["-m", "compare", "check", *verify_sides(name)], scratch).rstrip("\n").split("\n")
+    assert check[0] in shown, f"{name}: the sample does not hold what compare check prints for its records"
     start = shown.index(check[0])
     assert shown[start:start + len(check)] == check
+
+
+@pytest.mark.parametrize("name", [name for name, s in SAMPLES.items() if s.cluster and " --verify" in s.shown[0]])
+def test_a_slurm_verify_sample_names_the_jobs_its_records_hold(name):
+    """Each side's line names its Slurm job and nodes as the job record (slurm-job.json) kept them."""
+    shown = "\n".join(said_when(name))
+    for side in verify_sides(name):
+        job = json.loads((STORE / name / side / "slurm-job.json").read_text())
+        assert f"slurm job {job['job_id']} on {job['nodes']}" in shown, (side, job)
 
 
 @pytest.mark.parametrize("name", [name for name, s in SAMPLES.items() if " --verify" in s.shown[0]])
@@ -134,4 +216,100 @@ def test_a_verify_sample_opens_with_what_the_migration_prints(name, tmp_path):
     shown = said_when(name)
     words = SAMPLES[name].shown[0].split()
     migrate = [word for word in words[1:words.index("--verify")] if word != "--force"]
-    assert shown[0] == stdout_of([*migrate, "--force"], scratch_with_inputs(name, tmp_path)).rstrip("\n")
+    printed = stdout_of([*migrate, "--force"], scratch_with_inputs(name, tmp_path)).rstrip("\n").split("\n")
+    assert shown[:len(printed)] == printed
+
+
+# ---- no block of output in the docs that is not a generated sample ---------------------------------------------
+
+# Code the reader types or a file's format: never output, unless a transcript was pasted in (a `$ ` or `>>> ` line).
+CODE = {"bash", "sh", "python", "json", "yaml", "toml", "dockerfile"}
+SAMPLE_MARK = re.compile(r"<!-- sample: ([\w-]+) -->$")
+NOT_OUTPUT_MARK = re.compile(r"<!-- not output: [^>]+ -->$")  # a layout or a diagram, drawn by hand on purpose
+PROMPT = re.compile(r"^\s*(\$|>>>) \S")
+# A table cell that is a measurement: a figure with a decimal point, an exponent or a unit (a time, a rate, a
+# bandwidth, a headroom "90x"), alone or with its interval; a version (2.13.0) or an address is not one.
+MEASURED_CELL = re.compile(r"^\**(\d+\.\d+|\d+(\.\d+)?e-?\d+|\d+(\.\d+)?\s?(ms|µs|s|min|x|GB/s|MB/s|steps/s|samples/s))"
+                           r"( \([^)]*\))?\**$")
+# Tables of figures that are not this page's to make: computed by a script whose test holds the page to it.
+COMPUTED_ELSEWHERE = {
+    # scripts/speed_error_rates.py's simulated rates, which tests/test_speed_simulation.py holds the page to
+    ("docs/benchmarks.md", "| design | true Horovod/DDP | outcome | simulated rate (95% interval) | stated | rounds"),
+}
+# Measured tables still written by hand, from runs that scripts/readme_samples.py does not make yet: the
+# parity defaults' campaigns (tests/test_parity_headroom.py -m campaign, hours), the soak (an hour), the
+# set-up's times (a fresh machine). Each is the page and the table's first line; the list may only shrink.
+NOT_YET_SAMPLES = {
+    ("docs/setup.md", "| step | the first set-up, `EXTRAS=ray,spark` | again, no extras, Horovod's wheel cached |"),
+    ("docs/benchmarks.md", "| rounds | 4 | 6 | 8 | 10 | 12 |"),  # computed (group_sequential.py), printed by nothing
+    ("docs/fault-tolerance.md", "| launcher | scenario | jobs | outcomes | median s | max s | left processes |"),
+    ("docs/parity.md", "| workload | one-ulp pair, bf16 | band there | headroom | 5% lr change from step 40 |"),
+    ("docs/parity.md", "| workload, np | one-ulp pairs vs `STEP_RTOL` (steps 1-20) | one-ulp pairs vs the defa"),
+    ("docs/parity.md", "| measured | largest relative gap, steps 1-20 | headroom |"),
+    ("docs/parity.md", "| measured | compared pair against the calibration pair | headroom |"),
+    ("docs/parity.md", "| measured | the default band against the one-ulp pair, at the tightest step | headr"),
+    ("docs/parity.md", "| measured | final loss apart | eval loss apart | accuracy apart | headroom (the tighte"),
+    ("docs/parity.md", "| measured | against the band | headroom |"),
+}
+
+
+def doc_pages() -> list[Path]:
+    """README.md and docs/*.md; docs/changelog.md keeps history (figures of superseded designs among it)."""
+    return [ROOT / "README.md", *(page for page in sorted((ROOT / "docs").glob("*.md")) if page.name != "changelog.md")]
+
+
+def output_offences(text: str) -> list[str]:
+    """Each block of output or measured table in a page that is not a sample: 'line N: why'."""
+    lines, offences, number = text.split("\n"), [], 0
+    while number < len(lines):
+        fence = re.match(r"^\s*(`{3,})([^`\s]*)\s*$", lines[number])
+        if fence:
+            end = next((i for i in range(number + 1, len(lines)) if lines[i].strip() == fence.group(1)), len(lines))
+            before = lines[number - 1] if number else ""
+            info, body = fence.group(2).lower(), lines[number + 1:end]
+            if SAMPLE_MARK.search(before):
+                pass  # a sample: its own tests hold it to its command
+            elif info in CODE:
+                offences += [f"line {number + 2 + i}: a transcript in a ```{info} block: {line.strip()[:60]}"
+                             for i, line in enumerate(body) if PROMPT.match(line)][:1]
+            elif not NOT_OUTPUT_MARK.search(before):
+                offences.append(f"line {number + 1}: a ```{info} block that is neither a sample (<!-- sample: NAME "
+                                "-->) nor marked <!-- not output: WHAT -->")
+            number = end + 1
+            continue
+        if lines[number].startswith("|") and (number == 0 or not lines[number - 1].startswith("|")):
+            end = next((i for i in range(number, len(lines)) if not lines[i].startswith("|")), len(lines))
+            cells = [cell.strip() for row in lines[number:end] for cell in row.strip("|").split("|")]
+            if any(MEASURED_CELL.match(cell) for cell in cells):
+                offences.append(f"line {number + 1}: a table of measured figures written by hand: {lines[number][:80]}")
+            number = end
+            continue
+        number += 1
+    return offences
+
+
+def test_every_block_of_output_in_the_docs_is_a_generated_sample():
+    """A block of output, or a table of measured times, pasted into a page is caught here: it must become a sample
+    (scripts/readme_samples.py) or go."""
+    offences = []
+    for page in doc_pages():
+        relative = page.relative_to(ROOT).as_posix()
+        for offence in output_offences(page.read_text(encoding="utf-8")):
+            first_line = offence.split(": ", 2)[-1]
+            if not any(relative == known_page and first_line.startswith(known[:80])
+                       for known_page, known in NOT_YET_SAMPLES | COMPUTED_ELSEWHERE):
+                offences.append(f"{relative} {offence}")
+    assert not offences, "output in the docs that no command made here:\n" + "\n".join(offences)
+
+
+def test_the_scan_catches_pasted_output_and_passes_samples_and_code():
+    page = "\n".join([
+        "Run it:", "```bash", "python -m compare run", "```",
+        "It prints:", "```", "parity holds", "```",
+        "A transcript:", "```bash", "$ python -m compare check a b", "parity holds", "```",
+        "Made here: <!-- sample: compare-run -->", "```text", "$ python -m compare run", "```",
+        "The tree: <!-- not output: the layout -->", "```", "compare/  the CLI", "```",
+        "A sample with fences of its own: <!-- sample: bench -->", "````text", "```json", "{}", "```", "````",
+        "| launcher | np | total |", "|---|---|---|", "| torchrun | 2 | 5.08 s |",
+        "| option | default |", "|---|---|", "| --np | 1,2 |", "| torch | 2.13.0 |"])
+    assert [offence.split(":")[0] for offence in output_offences(page)] == ["line 6", "line 11", "line 28"]

@@ -56,6 +56,21 @@ def test_the_recorded_choices_stick(fake_venv):
     assert (fresh.returncode, fresh.stdout, fresh.stderr) == (0, "", "")
 
 
+def test_a_set_up_that_failed_keeps_its_choices_for_the_next(fake_venv):
+    """`TORCH_VERSION=2.12.0 make setup` that fails half-way (no stamp) leaves its choices: the next `make compare`
+    sets up torch 2.12.0 again, not the default or the torch of the set-up before it."""
+    (fake_venv / ".setup-choices").write_text("torch=2.12.0\nhorovod=0.28.1\ngpu=\nextras=ray\n")
+    retried = stamp_of(setup_sh("--stamp", fake_venv))
+    assert (retried["torch"], retried["extras"]) == ("2.12.0", "ray")
+    stale = setup_sh("--if-stale", fake_venv)
+    assert "running scripts/setup.sh with torch 2.12.0, extras ray" in stale.stdout, stale.stdout
+    assert stamp_of(setup_sh("--stamp", fake_venv, TORCH_VERSION="2.13.0"))["torch"] == "2.13.0"  # set: it decides
+    # It failed after an earlier set-up had succeeded: the stamp is the earlier one's, the choice the new one.
+    (fake_venv / ".setup-stamp").write_text(setup_sh("--stamp", fake_venv, TORCH_VERSION="2.13.0").stdout)
+    assert stamp_of(setup_sh("--stamp", fake_venv))["torch"] == "2.12.0"
+    assert "with torch 2.12.0" in setup_sh("--if-stale", fake_venv).stdout
+
+
 def test_a_new_choice_makes_the_set_up_stale(fake_venv):
     """The other direction: a variable that is set replaces the recorded choice; set empty, it is the default."""
     (fake_venv / ".setup-stamp").write_text(setup_sh("--stamp", fake_venv, TORCH_VERSION="2.12.0",
@@ -128,3 +143,35 @@ def test_the_check_says_what_it_would_install(tmp_path):
     assert result.stdout.startswith("setup: prerequisites met; would install openmpi-bin libopenmpi-dev")
     assert "(extras spark)" in result.stdout
     assert not marks.exists() and not (tmp_path / "venv").exists()
+
+
+def test_a_cuda_torch_for_a_cpu_set_up_stops_before_the_build(tmp_path):
+    """`TORCH_VERSION=2.12.0 make setup` on a CPU machine: pip's default index gives torch 2.12.0+cu130, and Horovod's
+    build against it failed minutes in (CMake: "Could NOT find CUDAToolkit"; with the toolkit named, the CUDA
+    runtime for torch's target). It now stops after torch, in one line that says what to do. The virtual
+    environment's python here answers as such a one would: Python 3.11, its headers, pip, torch with CUDA 13.0."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    calls = tmp_path / "python-calls"
+    (venv / "bin" / "python").write_text(f"""#!/bin/sh
+echo "$*" >> {calls}
+case "$*" in
+    *version_info*) echo 3.11.7 ;;
+    *torch.version.cuda*) echo 13.0 ;;
+esac
+exit 0
+""")
+    (venv / "bin" / "python").chmod(0o755)
+    path, marks = path_without(tmp_path)
+    result = setup_sh("", venv, path=path, TORCH_VERSION="2.12.0")
+    if marks.exists():
+        pytest.skip("Debian packages are missing here: the set-up would install them first")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr == ("setup: torch 2.12.0 is a CUDA 13.0 build, against which Horovod builds only as a CUDA "
+                             "build: give TORCH_INDEX (PyTorch's index of CPU wheels) for a CPU torch, or, on a CUDA "
+                             "machine, HOROVOD_GPU_OPERATIONS=NCCL\n")
+    assert "pip install -q --disable-pip-version-check torch==2.12.0" in calls.read_text()
+    assert "building Horovod" not in result.stdout and "pip wheel" not in calls.read_text()
+    # On a CUDA machine, with GPU operations asked for, the same torch goes on to the build.
+    on_gpu = setup_sh("", venv, path=path, TORCH_VERSION="2.12.0", HOROVOD_GPU_OPERATIONS="NCCL")
+    assert "building Horovod 0.28.1" in on_gpu.stdout and "CUDA 13.0 build" not in on_gpu.stderr
