@@ -18,8 +18,10 @@ from helpers import ROOT, ok, run
 from scipy import stats
 
 from compare.__main__ import main as compare_main
+from compare.analysis import group_sequential
 from compare.names import Exit
-from compare.verify.speed import Launched, Timing, source_of, speed_report
+from compare.verify import speed_design
+from compare.verify.speed import Launched, Timing, source_of, speed_report, speed_rounds
 from compare.verify.step_times import (
     THROUGHPUT_SOURCE,
     compile_throughput,
@@ -279,6 +281,83 @@ def test_neither_hooks_nor_throughput_cannot_be_timed(tmp_path):
         "printed no throughput (img/sec, samples/s, it/s; give --throughput-regex)"]
 
 
+# ---- --speed-rounds under compare run's group-sequential design ------------------------------------------------
+
+@pytest.mark.parametrize(("speed_rounds", "looks"), [(1, [2]), (2, [3]), (3, [4]), (8, [3, 5, 7, 9]),
+                                                     (9, [4, 6, 8, 10])])
+def test_the_looks_come_in_pairs_up_to_the_budgets_last_round(speed_rounds, looks):
+    assert speed_design.looks(speed_design.start_design(speed_rounds, 2)) == looks
+
+
+def _planted(tmp_path: Path, ratios: list[float], contended: tuple[int, ...] = ()):
+    """A launch callback that plants round r's Horovod/DDP ratio, ratios[r - 1], and the rounds it was asked for."""
+    asked: list[int] = []
+
+    def launch(number: int) -> list[Launched]:
+        asked.append(number)
+        others = 1.5 if number in contended else 0.0
+        return [launch for launch in _rounds(tmp_path / f"r{number}", ratios[:number], others=others)
+                if launch.round == number]
+
+    return launch, asked
+
+
+def test_rounds_stop_at_the_look_where_the_interval_is_within_the_target(tmp_path, capsys):
+    ratios = [1.20, 1.21, 1.19, 1.20] + [1.5, 0.7] * 3  # rounds 5-10 would widen it: they must not run
+    launch, asked = _planted(tmp_path, ratios)
+    design = speed_design.start_design(9, 2)
+    launches = speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    assert asked == [2, 3, 4] and {launch.round for launch in launches} == {1, 2, 3, 4}
+    assert design["world_sizes"]["2"] == {"looks": [4], "final": False, "stopped": "precision", "rounds": 4}
+    assert "needs about" not in capsys.readouterr().out  # a size that reached its target is told nothing more
+    lines, _ = speed_report(launches, 2, 5, 9, design)
+    assert re.fullmatch(r"speed: DDP is 1\.20x faster than Horovod at np 2 \(group-sequential 95% interval "
+                        r"1\.1\d-1\.2\d, 4 rounds\)", lines[-2]), lines
+    assert re.fullmatch(r"rounds: np 2 ±\d\.\d% \(target ±15%\) after 4 rounds: within the target, before the "
+                        r"design's last planned look \(10 rounds\)", lines[-1]), lines
+    assert lines[0].startswith("speed: median step time Horovod 12 ms, DDP 10 ms (medians of 4 launches each")
+
+
+def test_a_spread_the_budget_cannot_narrow_is_forecast_at_the_first_look(tmp_path, capsys):
+    ratios = [1.4, 0.8, 1.3, 0.9, 1.35, 0.85]
+    launch, asked = _planted(tmp_path, ratios)
+    design = speed_design.start_design(5, 2)  # looks after 4 and 6 rounds
+    launches = speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    assert asked == [2, 3, 4, 5, 6] and design["world_sizes"]["2"]["looks"] == [4, 6]
+    assert design["world_sizes"]["2"]["final"] and design["stopped"] == "last look" and design["rounds"] == 6
+    forecast = capsys.readouterr().out.strip().splitlines()
+    sd = float(np.std(np.log(ratios[:4]), ddof=1))
+    found = re.fullmatch(rf"rounds: np 2 spreads {sd:.3f} over its first 4 rounds: ±15% needs about (\d+), "
+                         r"--speed-rounds 5 holds 6 \(--speed-rounds (\d+) for (\d+)\)", forecast[-1])
+    assert found and int(found.group(2)) == int(found.group(1)) - 1 == int(found.group(3)) - 1, forecast
+
+    # the budget named is the smallest whose last look reaches ±15% at this spread
+    def last_width(planned: int) -> float:
+        counts = tuple(group_sequential.looks_at(4, planned))
+        return group_sequential.t_multiplier(counts, planned, True) * sd / np.sqrt(planned)
+
+    wanted = int(found.group(1))
+    assert last_width(wanted) <= np.log(1.15) < last_width(wanted - 2)
+    lines, _ = speed_report(launches, 2, 5, 5, design)
+    assert re.match(r"speed: no clear difference at np 2: .* \(group-sequential 95% interval [\d.]+-[\d.]+ over "
+                    r"6 rounds\)$", lines[-2]), lines
+    assert re.fullmatch(r"rounds: np 2 ±\d+\.\d% \(target ±15%\) after 6 rounds: short of the target at the "
+                        r"design's last planned look \(6 rounds, --speed-rounds 5 and the verify launches\)",
+                        lines[-1]), lines
+
+
+def test_a_contended_round_is_counted_once_and_named(tmp_path):
+    ratios = [1.20, 1.21, 1.19, 1.20, 1.22]
+    launch, _ = _planted(tmp_path, ratios, contended=(3,))
+    design = speed_design.start_design(4, 2)  # looks after 3 and 5 rounds
+    launches = speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    lines, _ = speed_report(launches, 2, 5, 4, design)
+    # the design's rounds (every round that timed both sides) are the verdict's 4 and the one it names left out
+    assert design["rounds"] == 5 and "medians of 5 launches each" in lines[0], lines
+    assert re.search(r", 4 rounds\); left out: .* launch of round 3", lines[-2]), lines
+    assert "after 5 rounds" in lines[-1], lines
+
+
 # ---- through the real launchers ------------------------------------------------------------------------------
 
 def _verify(script: Path, out: Path, args: list[str], *extra: str):
@@ -304,10 +383,15 @@ def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, ho
     assert re.search(r"^speed: throughput Horovod [\d.]+ img/sec, DDP [\d.]+ img/sec \(rank 0's printed values, "
                      r"median\): DDP/Horovod [\d.]+$", out,
                      re.MULTILINE), out
+    # --speed-rounds 2: the design's one look, after round 3, spends all; every count of rounds says 3
     assert len(re.findall(r"^  round [23], (horovod|ddp): exit 0", out, re.MULTILINE)) == 4, out
-    verdict = re.search(r"^speed: (.*)$", out.rstrip().splitlines()[-1]).group(1)
-    named = re.match(r"(Horovod|DDP) is [\d.]+x faster than (Horovod|DDP) at np 2 \(95% CI ([\d.]+)-([\d.]+), "
-                     r"3 rounds\)", verdict)
+    assert re.search(r"^speed rounds: each side launched up to 2 more times, .* looks after 3 rounds", out,
+                     re.MULTILINE), out
+    assert "(medians of 3 launches each" in out and re.fullmatch(
+        r"rounds: np 2 (±[\d.]+%|no interval) \(target ±15%\) after 3 rounds: .*", out.rstrip().splitlines()[-1]), out
+    verdict = re.search(r"^speed: (.*)$", out.rstrip().splitlines()[-2]).group(1)
+    named = re.match(r"(Horovod|DDP) is [\d.]+x faster than (Horovod|DDP) at np 2 \(group-sequential 95% interval "
+                     r"([\d.]+)-([\d.]+), 3 rounds\)", verdict)
     if named:  # named only when the interval excludes 1
         low, high = float(named.group(3)), float(named.group(4))
         assert low > 1 and high > low, verdict
