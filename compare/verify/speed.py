@@ -1,8 +1,10 @@
 """`compare migrate --verify`'s speed: each side's median step time and throughput, their ratio, and with
 `--speed-rounds N` a verdict over rounds of launches, reached by the same code as `compare run`'s
 (compare/analysis/speed.py: a round's ratio is the Horovod/DDP ratio of its two launches' median step
-times, the verdict the geometric mean over rounds with a t interval, withheld for contention or
-oversubscription, a faster side named only when the interval excludes 1).
+times, the verdict the geometric mean over rounds with the group-sequential interval of the rounds' design,
+compare/verify/speed_design.py, withheld for contention or oversubscription, a faster side named only when
+the interval excludes 1), and the loop of those rounds, which stops at the look where the interval is
+within the target.
 
 Each launch becomes a RunRecord here, in memory, with the step times of compare/verify/step_times.py and
 the round it belongs to; the contention record that compare/launch/process.py writes beside every launch
@@ -19,7 +21,6 @@ import numpy as np
 
 from compare.analysis.records import RunRecord
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, compare_speed
-from compare.analysis.timing import fixed_rounds_for
 from compare.names import FRAMEWORKS, display
 from compare.render.speed import speed_sentence
 from compare.verify import speed_design
@@ -179,10 +180,8 @@ def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: 
         lines.append(f"speed: throughput Horovod {rate(hvd)} {unit}, DDP {rate(ddp)} {unit} ({where}): DDP/Horovod "
                      f"{ddp / hvd:.3f}")
     lines.append("speed: " + verdict(speed, rounds_asked))
-    if design is not None:
+    if design is not None:  # what a wider interval would need was said at the first look (speed_rounds)
         lines.append(speed_design.stop_line(speed["sequential"], rounds_asked))
-    elif speed["status"] == "no clear difference" and speed.get("log_sd"):
-        lines.append(rounds_needed_line(speed["log_sd"], len(speed["rounds_used"])))  # the rounds of its spread
     return lines, True
 
 
@@ -213,19 +212,6 @@ def speed_rounds(launch: Callable[[int], list[Launched] | None], design: dict, l
             print(speed_design.forecast_line(speed_design.forecast(design, np_, speed["log_sd"], n)), flush=True)
     speed_design.stop(design, np_, "last look", n)
     return found
-
-
-FORECAST_PRECISION = 0.10  # the precision the forecast speaks of: compare run's target at np 1
-
-
-def rounds_needed_line(log_sd: float, rounds: int) -> str:
-    """What more rounds would buy, from these rounds' spread: the rounds a +-10% interval needs, as
-    --speed-rounds (the verify launches are the first round)."""
-    needed = fixed_rounds_for(FORECAST_PRECISION, log_sd)
-    head = f"speed: these {rounds} rounds spread by {log_sd:.3f} in log-ratio; ±{FORECAST_PRECISION:.0%} "
-    if needed is None:
-        return head + "would need more than 1,000 rounds: cut the launch-to-launch spread first (a quieter machine)"
-    return head + f"needs about {needed} rounds (--speed-rounds {needed - 1})"
 
 
 def verdict(speed: dict, rounds_asked: int) -> str:

@@ -12,7 +12,8 @@ rank 0's printed loss lines (compare/loss_lines.py), turned into a run record he
 
 Every launch is also timed (compare/verify/step_times.py: the optimizer's step hooks, else printed
 throughput), and the speed of the two sides is compared (compare/verify/speed.py); with
---speed-rounds N each side is launched N more times, interleaved, for a verdict over rounds. A script that
+--speed-rounds N each side is launched up to N more times, interleaved, for a verdict over rounds under compare
+run's group-sequential design (compare/verify/speed_design.py). A script that
 prints no loss at all (Horovod's synthetic benchmark) is not judged for parity, and says so in one line:
 its speed is the whole verdict.
 """
