@@ -20,7 +20,7 @@ from compare.__main__ import main as compare_main
 from compare.analysis import group_sequential
 from compare.names import Exit
 from compare.verify import speed_design
-from compare.verify.speed import Launched, Timing, source_of, speed_report, speed_rounds
+from compare.verify.speed import Launched, Timing, run_speed_rounds, source_of, speed_report
 from compare.verify.step_times import (
     THROUGHPUT_SOURCE,
     compile_throughput,
@@ -259,7 +259,7 @@ def _verdict(tmp_path: Path, ratios: list[float], contended: tuple[int, ...] = (
     launch, _ = _planted(tmp_path, ratios, contended, **kwargs)
     design = speed_design.start_design(len(ratios) - 1, 2)
     first = _rounds(tmp_path / "r1", ratios[:1], others=1.5 if 1 in contended else 0.0, **kwargs)
-    launches = speed_rounds(launch, design, first, 2, 5)
+    launches = run_speed_rounds(launch, design, first, 2, 5)
     return speed_report(launches, 2, 5, len(ratios) - 1, design)[0]
 
 
@@ -311,7 +311,7 @@ def test_rounds_stop_at_the_look_where_the_interval_is_within_the_target(tmp_pat
     ratios = [1.20, 1.21, 1.19, 1.20] + [1.5, 0.7] * 3  # rounds 5-10 would widen it: they must not run
     launch, asked = _planted(tmp_path, ratios)
     design = speed_design.start_design(9, 2)
-    launches = speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    launches = run_speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
     assert asked == [2, 3, 4] and {launch.round for launch in launches} == {1, 2, 3, 4}
     assert design["world_sizes"]["2"] == {"looks": [4], "final": False, "stopped": "precision", "rounds": 4}
     assert "needs about" not in capsys.readouterr().out  # a size that reached its target is told nothing more
@@ -327,7 +327,7 @@ def test_a_spread_the_budget_cannot_narrow_is_forecast_at_the_first_look(tmp_pat
     ratios = [1.4, 0.8, 1.3, 0.9, 1.35, 0.85]
     launch, asked = _planted(tmp_path, ratios)
     design = speed_design.start_design(5, 2)  # looks after 4 and 6 rounds
-    launches = speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    launches = run_speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
     assert asked == [2, 3, 4, 5, 6] and design["world_sizes"]["2"]["looks"] == [4, 6]
     assert design["world_sizes"]["2"]["final"] and design["stopped"] == "last look" and design["rounds"] == 6
     forecast = capsys.readouterr().out.strip().splitlines()
@@ -355,7 +355,7 @@ def test_a_contended_round_is_counted_once_and_named(tmp_path):
     ratios = [1.20, 1.21, 1.19, 1.20, 1.22]
     launch, _ = _planted(tmp_path, ratios, contended=(3,))
     design = speed_design.start_design(4, 2)  # looks after 3 and 5 rounds
-    launches = speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    launches = run_speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
     lines, _ = speed_report(launches, 2, 5, 4, design)
     # the design's rounds (every round that timed both sides) are the verdict's 4 and the one it names left out
     assert design["rounds"] == 5 and "medians of 5 launches each" in lines[0], lines

@@ -185,8 +185,8 @@ def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: 
     return lines, True
 
 
-def speed_rounds(launch: Callable[[int], list[Launched] | None], design: dict, launches: list[Launched], np_: int,
-                 warmup: int) -> list[Launched] | None:
+def run_speed_rounds(launch: Callable[[int], list[Launched] | None], design: dict, launches: list[Launched],
+                     np_: int, warmup: int) -> list[Launched] | None:
     """The speed rounds after the verify launches (round 1) under the design (compare/verify/speed_design.py):
     `launch(number)` runs round `number`'s two launches (None: one failed), up to each planned look; after a
     look the rounds stop once the interval is within the target, and the first look prints what the target

@@ -41,7 +41,7 @@ from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, compile_patter
 from compare.names import Exit, LaunchedBy
 from compare.verify import speed_design
 from compare.verify.launch_mode import LaunchMode
-from compare.verify.speed import Launched, Timing, side_line, speed_report
+from compare.verify.speed import Launched, Timing, run_speed_rounds, side_line, speed_report
 from compare.verify.step_times import (
     DEFINITION,
     STEP_TIMES_DIR,
@@ -391,7 +391,7 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
         def launch(number: int) -> list[Launched] | None:
             return launch_round(make, where, out, number, timeout=timeout, throughput_regex=rates)
 
-        launches = speed_rounds(launch, design, launches, np, warmup)
+        launches = run_speed_rounds(launch, design, launches, np, warmup)
         if launches is None:
             return Exit.RUN_FAILED
     lines, timed = speed_report(launches, np, warmup, speed_rounds, design)
