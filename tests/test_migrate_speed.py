@@ -274,9 +274,11 @@ def test_rounds_name_the_faster_side_only_when_the_interval_excludes_one(tmp_pat
     assert "needs about" in capsys.readouterr().out  # undecided at its first look: what the target would need
 
 
-def test_contention_and_oversubscription_withhold_the_verdict(tmp_path):
+def test_contention_and_oversubscription_withhold_the_verdict(tmp_path, capsys):
     lines = _verdict(tmp_path / "busy", [1.2, 1.25, 1.18, 1.22], contended=(1, 2, 3, 4))
     assert lines[-2].startswith("speed: no reliable speed verdict at np 2: other processes used 150% of a core"), lines
+    assert capsys.readouterr().out.startswith("rounds: np 2 has no spread to forecast from after its first 4 rounds "
+                                              "(4 contended, left out)")
     lines = _verdict(tmp_path / "over", [1.2, 1.25, 1.18, 1.22], ranks=4)
     assert lines[-2] == "speed: no reliable speed verdict at np 2: 4 ranks x threads on 2 cores (oversubscribed)"
 

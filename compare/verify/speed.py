@@ -210,6 +210,8 @@ def run_speed_rounds(launch: Callable[[int], list[Launched] | None], design: dic
             return found
         if look == design["first_look"] and speed.get("log_sd"):
             print(speed_design.forecast_line(speed_design.forecast(design, np_, speed["log_sd"], n)), flush=True)
+        elif look == design["first_look"]:
+            print(speed_design.no_forecast_line(np_, n, len(speed["contended_rounds"])), flush=True)
     speed_design.stop(design, np_, "last look", n)
     return found
 

@@ -103,6 +103,12 @@ def forecast_line(found: dict) -> str:
     return head + f"needs about {wanted}, {holds} (--speed-rounds {wanted - 1} for {wanted})"
 
 
+def no_forecast_line(world_size: int, rounds: int, contended: int) -> str:
+    """At the first look, when its clean rounds are too few for a spread (contention left the others out)."""
+    return (f"rounds: np {world_size} has no spread to forecast from after its first {rounds} rounds ({contended} "
+            "contended, left out): the rounds go on to the design's last look unless the interval narrows")
+
+
 def stop_line(state: dict, speed_rounds: int) -> str:
     """Why the speed rounds stopped, from compare_speed's sequential state, e.g. "rounds: np 2 ±9.1% (target
     ±15%) after 6 rounds: within the target at a look before the last (--speed-rounds 9)"."""
