@@ -33,7 +33,9 @@ from workload.workloads import argmax_correct, cross_entropy
 Step = Callable[[Iterator], None]
 
 
-PER_STEP = ("loss_and_correct", "loss / accum_steps", "loss.item()", "scheduler.step()", "timers and contexts")
+# scheduler.step(): only with a warm-up or a change of rate (a constant rate has no scheduler); the loss is kept as
+# a tensor (loss.detach()) and read at the drain.
+PER_STEP = ("loss_and_correct", "loss / accum_steps", "loss.detach()", "scheduler.step()", "timers and contexts")
 BETWEEN_STEPS = "metric buffer (between steps)"
 
 
@@ -69,8 +71,7 @@ def bare_plus(items: frozenset[str], model: torch.nn.Module, lr: float, log: Pat
             times["data_s"] += t1 - t0
             times["forward_s"] += t2 - t1
             times["backward_s"] += t3 - t2
-        if "loss.item()" in items:
-            loss.item()
+        kept = loss.detach() if "loss.detach()" in items else loss
         optimizer.step()
         if scheduler is not None:
             scheduler.step()
@@ -79,7 +80,7 @@ def bare_plus(items: frozenset[str], model: torch.nn.Module, lr: float, log: Pat
             times["step_time_s"] = time.perf_counter() - t0
         if BETWEEN_STEPS in items:
             count[0] += 1
-            buffer.add(0.0, dict.fromkeys(TIME_KEYS, 0.001), {"step": count[0], "epoch": 0, "lr": lr, "samples": 1})
+            buffer.add([kept], dict.fromkeys(TIME_KEYS, 0.001), {"step": count[0], "epoch": 0, "lr": lr, "samples": 1})
             if count[0] % 10 == 0:
                 for entry in buffer.drain(backend):
                     sink.write(json.dumps(entry) + "\n")

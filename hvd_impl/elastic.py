@@ -28,27 +28,29 @@ class ElasticTrainer(Trainer):
     def setup(self) -> None:
         super().setup()
         self.state = hvd.elastic.TorchState(model=self.raw_model, optimizer=self.optimizer, step=0, epoch=0,
-                                            step_in_epoch=0, scheduler=self.scheduler.state_dict())
+                                            step_in_epoch=0, scheduler=self.scheduler_state())
         self.state.register_reset_callbacks([self.on_reset])
         self.sizes = [hvd.size()]  # the world sizes this run went through, for the record
 
     def checkpoint(self, position: Position) -> None:
         state = self.state
         state.step, state.epoch, state.step_in_epoch = position.step, position.epoch, position.step_in_epoch
-        state.scheduler = self.scheduler.state_dict()
+        state.scheduler = self.scheduler_state()
         state.commit()
 
     def on_reset(self) -> None:
         self.shard()  # DistributedSampler over the new size and rank
         lr = effective_lr(self.options, hvd.size())
-        self.scheduler.base_lrs = [lr for _ in self.scheduler.base_lrs]
+        if self.scheduler is not None:  # none: a constant rate (workload/trainer.py)
+            self.scheduler.base_lrs = [lr for _ in self.scheduler.base_lrs]
         self.sizes.append(hvd.size())
 
     def run(self) -> tuple[int, dict]:
         @hvd.elastic.run
         def attempt(state: hvd.elastic.TorchState) -> int:
             self.start = Position(state.step, state.epoch, state.step_in_epoch)
-            self.scheduler.load_state_dict(state.scheduler)
+            if self.scheduler is not None:
+                self.scheduler.load_state_dict(state.scheduler)
             self.recorder.rewind(state.step)  # steps after the last commit are trained again
             return self.run_epochs()
 

@@ -15,11 +15,12 @@ import pytest
 import torch
 import torch.optim.optimizer as optimizer_module
 from helpers import ROOT, ok, run
-from scipy import stats
 
 from compare.__main__ import main as compare_main
+from compare.analysis import group_sequential
 from compare.names import Exit
-from compare.verify.speed import Launched, Timing, source_of, speed_report
+from compare.verify import speed_design
+from compare.verify.speed import Launched, Timing, run_speed_rounds, source_of, speed_report
 from compare.verify.step_times import (
     THROUGHPUT_SOURCE,
     compile_throughput,
@@ -239,26 +240,47 @@ def test_one_launch_each_reports_both_and_asks_for_rounds(tmp_path):
     assert "no verdict from 1 round of launches" in lines[2] and "--speed-rounds 2" in lines[2]
 
 
-def test_rounds_name_the_faster_side_only_when_the_interval_excludes_one(tmp_path):
-    lines, _ = speed_report(_rounds(tmp_path / "a", [1.2, 1.25, 1.18, 1.22]), 2, 5, 3)
-    assert re.fullmatch(r"speed: DDP is 1\.21x faster than Horovod at np 2 \(95% CI 1\.1\d-1\.2\d, 4 rounds\)",
-                        lines[-1]), lines
-    assert not any("needs about" in line for line in lines)  # a decided verdict asks for nothing more
-    lines, _ = speed_report(_rounds(tmp_path / "b", [1.2, 0.85, 1.1, 0.9]), 2, 5, 3)
+def _planted(tmp_path: Path, ratios: list[float], contended: tuple[int, ...] = (), **kwargs):
+    """A launch callback that plants round r's Horovod/DDP ratio, ratios[r - 1] (contended: other processes
+    used 150% of a core), and the rounds it was asked for."""
+    asked: list[int] = []
+
+    def launch(number: int) -> list[Launched]:
+        asked.append(number)
+        others = 1.5 if number in contended else 0.0
+        return [launch for launch in _rounds(tmp_path / f"r{number}", ratios[:number], others=others, **kwargs)
+                if launch.round == number]
+
+    return launch, asked
+
+
+def _verdict(tmp_path: Path, ratios: list[float], contended: tuple[int, ...] = (), **kwargs) -> list[str]:
+    """The speed lines after --speed-rounds len(ratios) - 1 rounds planted with these ratios (one look, the last)."""
+    launch, _ = _planted(tmp_path, ratios, contended, **kwargs)
+    design = speed_design.start_design(len(ratios) - 1, 2)
+    first = _rounds(tmp_path / "r1", ratios[:1], others=1.5 if 1 in contended else 0.0, **kwargs)
+    launches = run_speed_rounds(launch, design, first, 2, 5)
+    return speed_report(launches, 2, 5, len(ratios) - 1, design)[0]
+
+
+def test_rounds_name_the_faster_side_only_when_the_interval_excludes_one(tmp_path, capsys):
+    lines = _verdict(tmp_path / "a", [1.2, 1.25, 1.18, 1.22])
+    assert re.fullmatch(r"speed: DDP is 1\.21x faster than Horovod at np 2 \(group-sequential 95% interval "
+                        r"1\.1\d-1\.2\d, 4 rounds\)", lines[-2]), lines
+    assert "needs about" not in capsys.readouterr().out  # a decided verdict asks for nothing more
+    lines = _verdict(tmp_path / "b", [1.2, 0.85, 1.1, 0.9])
     assert re.match(r"speed: no clear difference at np 2: (DDP's speed-up over Horovod|Horovod's speed-up over DDP) "
-                    r"\d\.\d\dx \(95% CI", lines[-2]), lines
-    # undecided: what a +-10% interval would take at this spread, as --speed-rounds
-    sd = float(np.std(np.log([1.2, 0.85, 1.1, 0.9]), ddof=1))
-    needed = next(n for n in range(2, 1000) if stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n) <= np.log(1.1))
-    assert lines[-1].startswith(f"speed: these 4 rounds spread by {sd:.3f} in log-ratio; ±10% needs about "
-                                f"{needed} rounds (--speed-rounds {needed - 1})"), lines
+                    r"\d\.\d\dx \(group-sequential 95% interval", lines[-2]), lines
+    assert "needs about" in capsys.readouterr().out  # undecided at its first look: what the target would need
 
 
-def test_contention_and_oversubscription_withhold_the_verdict(tmp_path):
-    lines, _ = speed_report(_rounds(tmp_path / "busy", [1.2, 1.25, 1.18, 1.22], others=1.5), 2, 5, 3)
-    assert lines[-1].startswith("speed: no reliable speed verdict at np 2: other processes used 150% of a core"), lines
-    lines, _ = speed_report(_rounds(tmp_path / "over", [1.2, 1.25, 1.18, 1.22], ranks=4), 2, 5, 3)
-    assert lines[-1] == "speed: no reliable speed verdict at np 2: 4 ranks x threads on 2 cores (oversubscribed)"
+def test_contention_and_oversubscription_withhold_the_verdict(tmp_path, capsys):
+    lines = _verdict(tmp_path / "busy", [1.2, 1.25, 1.18, 1.22], contended=(1, 2, 3, 4))
+    assert lines[-2].startswith("speed: no reliable speed verdict at np 2: other processes used 150% of a core"), lines
+    assert capsys.readouterr().out.startswith("rounds: np 2 has no spread to forecast from after its first 4 rounds "
+                                              "(4 contended, left out)")
+    lines = _verdict(tmp_path / "over", [1.2, 1.25, 1.18, 1.22], ranks=4)
+    assert lines[-2] == "speed: no reliable speed verdict at np 2: 4 ranks x threads on 2 cores (oversubscribed)"
 
 
 def test_printed_throughput_when_the_hooks_saw_nothing(tmp_path):
@@ -277,6 +299,70 @@ def test_neither_hooks_nor_throughput_cannot_be_timed(tmp_path):
     assert not timed and lines == [
         "speed: cannot be timed: on the DDP side no optimizer step went through torch's step hooks and rank 0 "
         "printed no throughput (img/sec, samples/s, it/s; give --throughput-regex)"]
+
+
+# ---- --speed-rounds under compare run's group-sequential design ------------------------------------------------
+
+@pytest.mark.parametrize(("speed_rounds", "looks"), [(1, [2]), (2, [3]), (3, [4]), (8, [3, 5, 7, 9]),
+                                                     (9, [4, 6, 8, 10])])
+def test_the_looks_come_in_pairs_up_to_the_budgets_last_round(speed_rounds, looks):
+    assert speed_design.looks(speed_design.start_design(speed_rounds, 2)) == looks
+
+
+def test_rounds_stop_at_the_look_where_the_interval_is_within_the_target(tmp_path, capsys):
+    ratios = [1.20, 1.21, 1.19, 1.20] + [1.5, 0.7] * 3  # rounds 5-10 would widen it: they must not run
+    launch, asked = _planted(tmp_path, ratios)
+    design = speed_design.start_design(9, 2)
+    launches = run_speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    assert asked == [2, 3, 4] and {launch.round for launch in launches} == {1, 2, 3, 4}
+    assert design["world_sizes"]["2"] == {"looks": [4], "final": False, "stopped": "precision", "rounds": 4}
+    assert "needs about" not in capsys.readouterr().out  # a size that reached its target is told nothing more
+    lines, _ = speed_report(launches, 2, 5, 9, design)
+    assert re.fullmatch(r"speed: DDP is 1\.20x faster than Horovod at np 2 \(group-sequential 95% interval "
+                        r"1\.1\d-1\.2\d, 4 rounds\)", lines[-2]), lines
+    assert re.fullmatch(r"rounds: np 2 ±\d\.\d% \(target ±15%\) after 4 rounds: within the target, before the "
+                        r"design's last planned look \(10 rounds\)", lines[-1]), lines
+    assert lines[0].startswith("speed: median step time Horovod 12 ms, DDP 10 ms (medians of 4 launches each")
+
+
+def test_a_spread_the_budget_cannot_narrow_is_forecast_at_the_first_look(tmp_path, capsys):
+    ratios = [1.4, 0.8, 1.3, 0.9, 1.35, 0.85]
+    launch, asked = _planted(tmp_path, ratios)
+    design = speed_design.start_design(5, 2)  # looks after 4 and 6 rounds
+    launches = run_speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    assert asked == [2, 3, 4, 5, 6] and design["world_sizes"]["2"]["looks"] == [4, 6]
+    assert design["world_sizes"]["2"]["final"] and design["stopped"] == "last look" and design["rounds"] == 6
+    forecast = capsys.readouterr().out.strip().splitlines()
+    sd = float(np.std(np.log(ratios[:4]), ddof=1))
+    found = re.fullmatch(rf"rounds: np 2 spreads {sd:.3f} over its first 4 rounds: ±15% needs about (\d+), "
+                         r"--speed-rounds 5 holds 6 \(--speed-rounds (\d+) for (\d+)\)", forecast[-1])
+    assert found and int(found.group(2)) == int(found.group(1)) - 1 == int(found.group(3)) - 1, forecast
+
+    # the budget named is the smallest whose last look reaches ±15% at this spread
+    def last_width(planned: int) -> float:
+        counts = tuple(group_sequential.looks_at(4, planned))
+        return group_sequential.t_multiplier(counts, planned, True) * sd / np.sqrt(planned)
+
+    wanted = int(found.group(1))
+    assert last_width(wanted) <= np.log(1.15) < last_width(wanted - 2)
+    lines, _ = speed_report(launches, 2, 5, 5, design)
+    assert re.match(r"speed: no clear difference at np 2: .* \(group-sequential 95% interval [\d.]+-[\d.]+ over "
+                    r"6 rounds\)$", lines[-2]), lines
+    assert re.fullmatch(r"rounds: np 2 ±\d+\.\d% \(target ±15%\) after 6 rounds: short of the target at the "
+                        r"design's last planned look \(6 rounds, --speed-rounds 5 and the verify launches\)",
+                        lines[-1]), lines
+
+
+def test_a_contended_round_is_counted_once_and_named(tmp_path):
+    ratios = [1.20, 1.21, 1.19, 1.20, 1.22]
+    launch, _ = _planted(tmp_path, ratios, contended=(3,))
+    design = speed_design.start_design(4, 2)  # looks after 3 and 5 rounds
+    launches = run_speed_rounds(launch, design, _rounds(tmp_path / "r1", ratios[:1]), 2, 5)
+    lines, _ = speed_report(launches, 2, 5, 4, design)
+    # the design's rounds (every round that timed both sides) are the verdict's 4 and the one it names left out
+    assert design["rounds"] == 5 and "medians of 5 launches each" in lines[0], lines
+    assert re.search(r", 4 rounds\); left out: .* launch of round 3", lines[-2]), lines
+    assert "after 5 rounds" in lines[-1], lines
 
 
 # ---- through the real launchers ------------------------------------------------------------------------------
@@ -304,10 +390,15 @@ def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, ho
     assert re.search(r"^speed: throughput Horovod [\d.]+ img/sec, DDP [\d.]+ img/sec \(rank 0's printed values, "
                      r"median\): DDP/Horovod [\d.]+$", out,
                      re.MULTILINE), out
+    # --speed-rounds 2: the design's one look, after round 3, spends all; every count of rounds says 3
     assert len(re.findall(r"^  round [23], (horovod|ddp): exit 0", out, re.MULTILINE)) == 4, out
-    verdict = re.search(r"^speed: (.*)$", out.rstrip().splitlines()[-1]).group(1)
-    named = re.match(r"(Horovod|DDP) is [\d.]+x faster than (Horovod|DDP) at np 2 \(95% CI ([\d.]+)-([\d.]+), "
-                     r"3 rounds\)", verdict)
+    assert re.search(r"^speed rounds: each side launched up to 2 more times, .* looks after 3 rounds", out,
+                     re.MULTILINE), out
+    assert "(medians of 3 launches each" in out and re.fullmatch(
+        r"rounds: np 2 (±[\d.]+%|no interval) \(target ±15%\) after 3 rounds: .*", out.rstrip().splitlines()[-1]), out
+    verdict = re.search(r"^speed: (.*)$", out.rstrip().splitlines()[-2]).group(1)
+    named = re.match(r"(Horovod|DDP) is [\d.]+x faster than (Horovod|DDP) at np 2 \(group-sequential 95% interval "
+                     r"([\d.]+)-([\d.]+), 3 rounds\)", verdict)
     if named:  # named only when the interval excludes 1
         low, high = float(named.group(3)), float(named.group(4))
         assert low > 1 and high > low, verdict

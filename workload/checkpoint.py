@@ -46,7 +46,7 @@ def restore_rng(state: dict) -> None:
 
 
 def save(path: Path, *, framework: str, position: Position, model: torch.nn.Module, optimizer_state: dict,
-         scheduler: torch.optim.lr_scheduler.LRScheduler, data_world_size: int, seed: int) -> None:
+         scheduler: dict | None, data_world_size: int, seed: int) -> None:
     payload = {
         "format": FORMAT,
         "written_by": framework,
@@ -57,7 +57,7 @@ def save(path: Path, *, framework: str, position: Position, model: torch.nn.Modu
         "seed": seed,
         "model": model.state_dict(),
         "optimizer": optimizer_state,
-        "scheduler": scheduler.state_dict(),
+        "scheduler": scheduler,  # its state_dict; None for a constant rate
         "rng": rng_state(),
     }
     buffer = io.BytesIO()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import socket
 import time
@@ -82,6 +83,10 @@ def make_warmup(optimizer: torch.optim.Optimizer, warmup_steps: int, world_size:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def _nothing() -> None:
+    """The CPU's wait for the device: none."""
+
+
 def all_hosts(backend: Backend) -> list[str]:
     """Every rank's host name in rank order, gathered as fixed-width bytes (a collective)."""
     width = 64
@@ -113,24 +118,40 @@ def planned_steps(options: Options, train_samples: int, num_replicas: int) -> in
 class MetricBuffer:
     """Per-step values kept locally and reduced over ranks every few steps, not every step.
 
-    Losses are summed with a count, so that ranks with fewer steps (uneven inputs) pad with zeros."""
+    Each step's loss is kept as its micro-batches' loss tensors and read at the drain, all steps' in one
+    transfer: a read per step (.item()) would wait for the device every step and cost the timed step its
+    call. Losses are summed with a count, so that ranks with fewer steps (uneven inputs) pad with zeros."""
 
-    rows: list[list[float]] = field(default_factory=list)
+    losses: list[list[torch.Tensor]] = field(default_factory=list)
+    times: list[list[float]] = field(default_factory=list)
     info: list[dict] = field(default_factory=list)
 
-    def add(self, loss: float, times: dict[str, float], info: dict) -> None:
-        self.rows.append([loss, 1.0, *(times[key] for key in TIME_KEYS)])
+    def add(self, losses: list[torch.Tensor], times: dict[str, float], info: dict) -> None:
+        self.losses.append(losses)
+        self.times.append([times[key] for key in TIME_KEYS])
         self.info.append(info)
 
+    def _rows(self) -> list[list[float]]:
+        """[loss, 1, times...] per step; a step's loss is its micro-batch losses over their count, summed in
+        order in Python floats, as the step would have summed them."""
+        values = iter(torch.stack([loss for step in self.losses for loss in step]).tolist() if self.losses else [])
+        rows = []
+        for losses, times in zip(self.losses, self.times, strict=True):
+            loss = 0.0
+            for _ in losses:
+                loss += next(values) / len(losses)
+            rows.append([loss, 1.0, *times])
+        return rows
+
     def drain(self, backend: Backend, uneven: bool = False) -> list[dict]:
-        rows = len(self.rows)
+        rows = len(self.info)
         if uneven:
             rows = int(backend.allreduce(torch.tensor([rows], dtype=torch.float64), "max")[0])
         if rows == 0:
             return []
         local = torch.zeros(rows, 2 + len(TIME_KEYS), dtype=torch.float64)
-        if self.rows:
-            local[: len(self.rows)] = torch.tensor(self.rows, dtype=torch.float64)
+        if self.info:
+            local[: len(self.info)] = torch.tensor(self._rows(), dtype=torch.float64)
         # One collective per drain (each costs Horovod a negotiation cycle): gather, then reduce here.
         gathered = backend.allgather(local)
         if gathered.shape[0] != rows * backend.size:  # hvd.allgather takes any row counts; DDP's would fail
@@ -144,7 +165,8 @@ class MetricBuffer:
             entry = {"kind": "step", **info, "loss": float(sums[i, 0] / sums[i, 1])}
             entry.update({key: round(float(slowest[i, j]), 6) for j, key in enumerate(TIME_KEYS)})
             entries.append(entry)
-        self.rows.clear()
+        self.losses.clear()
+        self.times.clear()
         self.info.clear()
         return entries
 
@@ -167,10 +189,8 @@ class Trainer:
         self.resume_path = options.resume
         if options.auto_resume and (self.out / "checkpoint.pt").exists():
             self.resume_path = self.out / "checkpoint.pt"
-
-    def _sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        # The wait for the device before each timer (the phase times), chosen once: the CPU has none.
+        self._sync = functools.partial(torch.cuda.synchronize, self.device) if self.device.type == "cuda" else _nothing
 
     def setup(self) -> None:
         options, backend = self.options, self.backend
@@ -194,9 +214,12 @@ class Trainer:
         # from the param groups, so state loaded into the inner one before would be lost.
         resumed = self._load_checkpoint(model, self.optimizer) if self.resume_path else None
         backend.broadcast_initial_state(model, self.optimizer)
-        self.scheduler = make_warmup(self.optimizer, options.warmup_steps, num_replicas,
-                                     options.lr_change_at_step, options.lr_change_factor)
-        if resumed is not None:
+        # Without warm-up or a change of rate the rate is constant: no scheduler, whose wrapper around
+        # optimizer.step() would cost every step a call for nothing.
+        constant = not options.warmup_steps and options.lr_change_at_step is None
+        self.scheduler = None if constant else make_warmup(self.optimizer, options.warmup_steps, num_replicas,
+                                                           options.lr_change_at_step, options.lr_change_factor)
+        if resumed is not None and self.scheduler is not None and resumed["scheduler"] is not None:
             self.scheduler.load_state_dict(resumed["scheduler"])
         self.scaler = torch.amp.GradScaler("cuda") if options.amp and self.device.type == "cuda" else None
 
@@ -233,8 +256,12 @@ class Trainer:
         optimizer_state = self.backend.optimizer_state(self.optimizer)  # a collective under ZeRO
         if self.backend.rank == 0:
             checkpoint.save(self.out / "checkpoint.pt", framework=self.backend.framework, position=position,
-                            model=self.raw_model, optimizer_state=optimizer_state, scheduler=self.scheduler,
+                            model=self.raw_model, optimizer_state=optimizer_state, scheduler=self.scheduler_state(),
                             data_world_size=self.data_world_size, seed=self.seed)
+
+    def scheduler_state(self) -> dict | None:
+        """The learning-rate schedule's state for a checkpoint or a commit; None for a constant rate."""
+        return self.scheduler.state_dict() if self.scheduler is not None else None
 
     def record_meta(self) -> dict:
         options, backend = self.options, self.backend
@@ -277,11 +304,13 @@ class Trainer:
         dtype = torch.float16 if self.device.type == "cuda" else torch.bfloat16
         return torch.autocast(self.device.type, dtype=dtype)
 
-    def _train_step(self, iterators) -> tuple[float, dict[str, float]]:
-        options, backend = self.options, self.backend
+    def _train_step(self, iterators) -> tuple[list[torch.Tensor], dict[str, float]]:
+        """One optimizer step over accum_steps micro-batches: their losses (tensors, read at the metric drain)
+        and the step's phase times. Nothing here waits for the device but the timers' syncs (CUDA only)."""
+        options, backend, sync = self.options, self.backend, self._sync
         micro = options.accum_steps
-        times = dict.fromkeys(TIME_KEYS, 0.0)
-        self._sync()
+        data_s = forward_s = backward_s = 0.0
+        sync()
         started = time.perf_counter()
         if options.step_delay_ms:  # a known difference in speed, for the tests of the speed verdict
             # Busy-wait, not sleep: sleep overshoots by tens of microseconds (timer slack), as much as a
@@ -290,25 +319,23 @@ class Trainer:
             while time.perf_counter() < until:
                 pass
         self.optimizer.zero_grad()  # set_to_none, the default; Horovod takes no argument
-        loss_value = 0.0
+        losses = []
         for index in range(micro):
             t0 = time.perf_counter()
             x, y = self._next_batch(iterators)
-            self._sync()
+            sync()
             t1 = time.perf_counter()
             with backend.no_sync(self.model, sync=index == micro - 1):
                 with self._autocast():
                     loss = self.workload.loss(self.model(x), y)
-                self._sync()
+                sync()
                 t2 = time.perf_counter()
                 scaled = loss / micro if micro > 1 else loss
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
-                self._sync()
+                sync()
             t3 = time.perf_counter()
-            times["data_s"] += t1 - t0
-            times["forward_s"] += t2 - t1
-            times["backward_s"] += t3 - t2
-            loss_value += loss.item() / micro
+            data_s, forward_s, backward_s = data_s + t1 - t0, forward_s + t2 - t1, backward_s + t3 - t2
+            losses.append(loss.detach())
         t4 = time.perf_counter()
         # Clipping and unscaling need the averaged gradients first (Horovod: synchronize()).
         synchronized = options.clip_norm is not None or self.scaler is not None
@@ -322,13 +349,12 @@ class Trainer:
         backend.optimizer_step(self.optimizer, step, synchronized)
         if self.scaler:
             self.scaler.update()
-        if options.warmup_steps or options.lr_change_at_step:  # without either, the rate is constant
+        if self.scheduler is not None:
             self.scheduler.step()
-        self._sync()
+        sync()
         t5 = time.perf_counter()
-        times["optimizer_s"] = t5 - t4
-        times["step_time_s"] = t5 - started
-        return loss_value, times
+        return losses, {"step_time_s": t5 - started, "data_s": data_s, "forward_s": forward_s,
+                        "backward_s": backward_s, "optimizer_s": t5 - t4}
 
     def _steps_this_epoch(self, epoch: int) -> int:
         """Rank 0's steps in this epoch; with uneven inputs, rank r takes r fewer."""
@@ -351,9 +377,9 @@ class Trainer:
                 if step >= self.total_steps:  # an elastic job that shrank has longer epochs
                     break
                 lr = self.optimizer.param_groups[0]["lr"]
-                loss, times = self._train_step(iterators)
+                losses, times = self._train_step(iterators)
                 step += 1
-                buffer.add(loss, times, {"step": step, "epoch": epoch, "lr": lr,
+                buffer.add(losses, times, {"step": step, "epoch": epoch, "lr": lr,
                                          "samples": step * self.samples_per_step, "wall_time": round(time.time(), 3)})
                 if log_every and (step % log_every == 0 or step == self.total_steps):
                     self._write(buffer.drain(self.backend))

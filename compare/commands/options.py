@@ -391,10 +391,12 @@ MIGRATE_OPTIONS: tuple[Opt, ...] = (
                              "formats, docs/own-job.md: 'step 10 ... loss 0.52', 'Train Epoch: 1 [640/60000 (1%)]  "
                              "Loss: 0.31', JSON lines, key-value and progress-bar lines...)", commands="migrate",
         group=TEXT),
-    opt("--speed-rounds", help="launch each side N more times, interleaved with the order alternating, for a speed "
-                               f"verdict over rounds as compare run reaches it (it needs {MIN_ROUNDS} rounds, "
-                               "the verify launches being the first)", commands="migrate", group=VERIFY, type=int,
-        default=0, metavar="N"),
+    opt("--speed-rounds", help="launch each side up to N more times, interleaved with the order alternating, for a "
+                               f"speed verdict as compare run reaches it (it needs {MIN_ROUNDS} rounds, the verify "
+                               "launches being the first), under compare run's group-sequential design: the rounds "
+                               "stop at the look where the interval is within compare run's target at this np, and "
+                               "the first look says how many rounds the target needs", commands="migrate",
+        group=VERIFY, type=int, default=0, metavar="N"),
     opt("--throughput-regex", help="for a script whose optimizer bypasses torch's step hooks: a regular expression "
                                    "with a named group throughput (a rate, higher is faster), searched in rank 0's "
                                    "lines (default: 'X img/sec', 'X samples/s', 'X it/s')", commands="migrate",

@@ -1,8 +1,10 @@
 """`compare migrate --verify`'s speed: each side's median step time and throughput, their ratio, and with
 `--speed-rounds N` a verdict over rounds of launches, reached by the same code as `compare run`'s
 (compare/analysis/speed.py: a round's ratio is the Horovod/DDP ratio of its two launches' median step
-times, the verdict the geometric mean over rounds with a t interval, withheld for contention or
-oversubscription, a faster side named only when the interval excludes 1).
+times, the verdict the geometric mean over rounds with the group-sequential interval of the rounds' design,
+compare/verify/speed_design.py, withheld for contention or oversubscription, a faster side named only when
+the interval excludes 1), and the loop of those rounds, which stops at the look where the interval is
+within the target.
 
 Each launch becomes a RunRecord here, in memory, with the step times of compare/verify/step_times.py and
 the round it belongs to; the contention record that compare/launch/process.py writes beside every launch
@@ -11,6 +13,7 @@ is read from its directory, as `compare run`'s are.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +21,9 @@ import numpy as np
 
 from compare.analysis.records import RunRecord
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, compare_speed
-from compare.analysis.timing import fixed_rounds_for
 from compare.names import FRAMEWORKS, display
 from compare.render.speed import speed_sentence
+from compare.verify import speed_design
 from compare.verify.step_times import (
     STEP_TIMES_SOURCE,
     THROUGHPUT_SOURCE,
@@ -138,20 +141,29 @@ def _throughputs(launches: list[Launched], speed: dict, source: str) -> dict[str
     return found
 
 
-def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: int) -> tuple[list[str], bool]:
-    """The speed lines of --verify, and whether both sides could be timed."""
+def speed_of(launches: list[Launched], np_: int, warmup: int, design: dict | None = None,
+             ) -> tuple[dict | None, str | None, int]:
+    """compare_speed over these launches (under the speed rounds' design, if any), how both sides were timed and
+    the warm-up steps left out; no speed where the two sides cannot be timed alike."""
     source = source_of(launches)
     if source is None:
-        return [cannot_be_timed(launches)], False
+        return None, None, 0
     used_warmup = warmup if source == STEP_TIMES_SOURCE else 0  # printed rates follow the script's own warm-up
     if source == STEP_TIMES_SOURCE:
         used_warmup = min(warmup, min(len(launch.timing.step_times.seconds) for launch in launches) - 1)
     runs = [launch_record(launch, np_, source) for launch in launches]
-    speed = compare_speed(np_, runs, used_warmup)
+    return compare_speed(np_, runs, used_warmup, design=design), source, used_warmup
+
+
+def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: int,
+                 design: dict | None = None) -> tuple[list[str], bool]:
+    """The speed lines of --verify, and whether both sides could be timed. `design`: the speed rounds'
+    (compare/verify/speed_design.py), under which the verdict's interval is the group-sequential one."""
+    speed, source, used_warmup = speed_of(launches, np_, warmup, design)
     if speed is None:
         return [cannot_be_timed(launches)], False
     medians = {f: _median([row[f"{f}_median_s"] for row in speed["rounds"]]) for f in FRAMEWORKS}
-    n = speed["n_rounds"]
+    n = speed["n_rounds"]  # one count of rounds: every round that timed both sides, as the verdict and design count
     over = "one launch each" if n == 1 else f"medians of {n} launches each"
     if source == STEP_TIMES_SOURCE:
         line = (f"speed: median step time Horovod {ms(medians['horovod'])}, DDP {ms(medians['ddp'])} ({over}, "
@@ -168,22 +180,40 @@ def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: 
         lines.append(f"speed: throughput Horovod {rate(hvd)} {unit}, DDP {rate(ddp)} {unit} ({where}): DDP/Horovod "
                      f"{ddp / hvd:.3f}")
     lines.append("speed: " + verdict(speed, rounds_asked))
-    if speed["status"] == "no clear difference" and speed.get("log_sd"):
-        lines.append(rounds_needed_line(speed["log_sd"], len(speed["rounds_used"])))
+    if design is not None:  # what a wider interval would need was said at the first look (speed_rounds)
+        lines.append(speed_design.stop_line(speed["sequential"], rounds_asked))
     return lines, True
 
 
-FORECAST_PRECISION = 0.10  # the precision the forecast speaks of: compare run's target at np 1
-
-
-def rounds_needed_line(log_sd: float, rounds: int) -> str:
-    """What more rounds would buy, from these rounds' spread: the rounds a +-10% interval needs, as
-    --speed-rounds (the verify launches are the first round)."""
-    needed = fixed_rounds_for(FORECAST_PRECISION, log_sd)
-    head = f"speed: these {rounds} rounds spread by {log_sd:.3f} in log-ratio; ±{FORECAST_PRECISION:.0%} "
-    if needed is None:
-        return head + "would need more than 1,000 rounds: cut the launch-to-launch spread first (a quieter machine)"
-    return head + f"needs about {needed} rounds (--speed-rounds {needed - 1})"
+def run_speed_rounds(launch: Callable[[int], list[Launched] | None], design: dict, launches: list[Launched],
+                     np_: int, warmup: int) -> list[Launched] | None:
+    """The speed rounds after the verify launches (round 1) under the design (compare/verify/speed_design.py):
+    `launch(number)` runs round `number`'s two launches (None: one failed), up to each planned look; after a
+    look the rounds stop once the interval is within the target, and the first look prints what the target
+    needs on this job. Records the looks and the stop in the design; returns every launch, round 1's included
+    (None after a failed launch)."""
+    found, done, n = list(launches), 1, 1  # done: the rounds launched so far
+    for look in speed_design.looks(design):
+        for number in range(done + 1, look + 1):
+            more = launch(number)
+            if more is None:
+                return None
+            found += more
+        done = look
+        speed_design.look_after(design, np_, look)
+        speed, _, _ = speed_of(found, np_, warmup, design)
+        if speed is None:  # the sides cannot be timed alike: more rounds would not change that
+            break
+        n = speed["n_rounds"]  # one count of rounds: the verdict's (every round that timed both sides)
+        if speed["sequential"]["reached"]:
+            speed_design.stop(design, np_, "precision", n)
+            return found
+        if look == design["first_look"] and speed.get("log_sd"):
+            print(speed_design.forecast_line(speed_design.forecast(design, np_, speed["log_sd"], n)), flush=True)
+        elif look == design["first_look"]:
+            print(speed_design.no_forecast_line(np_, n, len(speed["contended_rounds"])), flush=True)
+    speed_design.stop(design, np_, "last look", n)
+    return found
 
 
 def verdict(speed: dict, rounds_asked: int) -> str:

@@ -12,7 +12,8 @@ rank 0's printed loss lines (compare/loss_lines.py), turned into a run record he
 
 Every launch is also timed (compare/verify/step_times.py: the optimizer's step hooks, else printed
 throughput), and the speed of the two sides is compared (compare/verify/speed.py); with
---speed-rounds N each side is launched N more times, interleaved, for a verdict over rounds. A script that
+--speed-rounds N each side is launched up to N more times, interleaved, for a verdict over rounds under compare
+run's group-sequential design (compare/verify/speed_design.py). A script that
 prints no loss at all (Horovod's synthetic benchmark) is not judged for parity, and says so in one line:
 its speed is the whole verdict.
 """
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from compare.analysis import group_sequential
 from compare.importers import Series, build_record, source_digest
 from compare.launch.lines import Launch, Program
 from compare.launch.logs import TEARDOWN_NOTE
@@ -37,8 +39,9 @@ from compare.launch.scheduling import LocalScheduler, Scheduler
 from compare.launch.slurm import SlurmOutcome, SlurmScheduler, launched_by
 from compare.loss_lines import VERIFY_TAG, LossLog, LossLogError, compile_patterns, read_loss_log, split_pieces
 from compare.names import Exit, LaunchedBy
+from compare.verify import speed_design
 from compare.verify.launch_mode import LaunchMode
-from compare.verify.speed import Launched, Timing, side_line, speed_report
+from compare.verify.speed import Launched, Timing, run_speed_rounds, side_line, speed_report
 from compare.verify.step_times import (
     DEFINITION,
     STEP_TIMES_DIR,
@@ -295,23 +298,21 @@ def read_side(name: str, output: str, run_dir: Path, original: Path, *, loss_reg
     return Side(timing, log.world_size)
 
 
-def speed_launches(make: Callable[[str, Path], Launch], where: Scheduler, out: Path, rounds: int, *,
-                   timeout: float, throughput_regex: re.Pattern) -> tuple[list[Launched], int]:
-    """Rounds 2 .. rounds + 1: each side launched once a round, the order alternating (round 1, the verify
-    launches, ran Horovod first). `make`: a side's launch into a run directory. Returns the launches and the
-    exit status of the first that failed (0)."""
-    found: list[Launched] = []
-    for number in range(2, rounds + 2):
-        order = ["ddp", "horovod"] if number % 2 == 0 else ["horovod", "ddp"]
-        for name in order:
-            run_dir = out / "speed" / f"round-{number}" / name
-            code, output = run_launched(make(name, run_dir), where, timeout, label=f"round {number}, {name}")
-            if code != 0:
-                tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
-                print(f"verify: round {number}'s {name} launch failed (exit {code}):\n{tail}", file=sys.stderr)
-                return found, Exit.RUN_FAILED
-            found.append(Launched(number, name, run_dir, timing_of(run_dir, output, throughput_regex)))
-    return found, 0
+def launch_round(make: Callable[[str, Path], Launch], where: Scheduler, out: Path, number: int, *,
+                 timeout: float, throughput_regex: re.Pattern) -> list[Launched] | None:
+    """Speed round `number` (2 onward): each side launched once, the order alternating (round 1, the verify
+    launches, ran Horovod first). `make`: a side's launch into a run directory. None when a launch failed
+    (said on stderr)."""
+    found = []
+    for name in ["ddp", "horovod"] if number % 2 == 0 else ["horovod", "ddp"]:
+        run_dir = out / "speed" / f"round-{number}" / name
+        code, output = run_launched(make(name, run_dir), where, timeout, label=f"round {number}, {name}")
+        if code != 0:
+            tail = "\n".join(TAG.sub("", line) for line in output.strip().splitlines()[-15:])
+            print(f"verify: round {number}'s {name} launch failed (exit {code}):\n{tail}", file=sys.stderr)
+            return None
+        found.append(Launched(number, name, run_dir, timing_of(run_dir, output, throughput_regex)))
+    return found
 
 
 def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *, np: int, mode: LaunchMode,
@@ -382,14 +383,18 @@ def verify(original: Path, migrated: Path, script_args: list[str], out: Path, *,
         print(check.stdout.rstrip(), flush=True)
         status = check.returncode
     launches = [Launched(1, name, dirs[name], side.timing) for name, side in sides.items()]
-    if speed_rounds:
-        print(f"speed rounds: each side launched {speed_rounds} more time{'s' * (speed_rounds != 1)}, the order "
-              "alternating", flush=True)
-        more, failed = speed_launches(make, where, out, speed_rounds, timeout=timeout, throughput_regex=rates)
-        if failed:
-            return failed
-        launches += more
-    lines, timed = speed_report(launches, np, warmup, speed_rounds)
+    design = speed_design.start_design(speed_rounds, np) if speed_rounds else None
+    if design is not None:
+        print(f"speed rounds: each side launched up to {speed_rounds} more time{'s' * (speed_rounds != 1)}, the "
+              f"order alternating, until the interval is within ±{speed_design.target_for(np):.0%} (compare run's "
+              f"target at np {np}); {group_sequential.METHOD}, looks {design['looks']}", flush=True)
+        def launch(number: int) -> list[Launched] | None:
+            return launch_round(make, where, out, number, timeout=timeout, throughput_regex=rates)
+
+        launches = run_speed_rounds(launch, design, launches, np, warmup)
+        if launches is None:
+            return Exit.RUN_FAILED
+    lines, timed = speed_report(launches, np, warmup, speed_rounds, design)
     print("\n".join(lines), flush=True)
     if no_loss and not timed:
         return Exit.UNDECIDED  # neither parity nor speed could be judged
