@@ -40,6 +40,7 @@ from compare.migrate.normalize import (
 )
 from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
 from compare.migrate.output_parsed import Parsed
+from compare.migrate.path_differences import Differs, differing_paths
 from compare.migrate.repository import (
     Repository,
     SourceFile,
@@ -49,7 +50,7 @@ from compare.migrate.repository import (
     unique_name,
 )
 from compare.migrate.rewrite import migrate_source
-from compare.migrate.switch_routes import Differs, differing_collectives, route_switches, switch_routes
+from compare.migrate.switch_routes import route_switches, switch_routes
 from compare.migrate.switches import (
     Removed,
     horovod_only_in_switches,
@@ -209,7 +210,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     entries = _entry_paths(repository, parsed, imports, entry)
     launches = launches_of(repository.root, {p: f.text for p, f in repository.files.items()}) \
         if not repository.single_file else []
-    switched = _remove_horovod_paths(repository, parsed, imports)
+    switched, differing = _remove_horovod_paths(repository, parsed, imports)
     if switched is not None:
         tree = _tree_of_switched(repository, parsed, switched, entries, entry)
         tree.launches = launches
@@ -255,6 +256,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
         raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
+    _say_where_own_paths_differ(repository, files, differing, entries)
     tree = TreeMigration(repository, files, entry, launches=launches)
     importers = {f.path for f in files if homes and any(
         _imports_helper(f.migration.code, name, helper_names, homes[f.path][1]) for name in HELPERS)}
@@ -267,6 +269,24 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         tree.helpers_path, tree.helpers_code = tree.helpers_paths[0], helpers_module_code(used, helper_names)
         _check_reach(tree, helpers_module)
     return _compiled_on_oldest(tree)
+
+
+def _say_where_own_paths_differ(repository: Repository, files: list[FileMigration], differing: dict[str, list[Differs]],
+                                entries: set[str]) -> None:
+    """Where the repository's own DDP path does another job than the Horovod branch beside it, that branch was
+    migrated in place (the Horovod value of the switch runs it): the report says why at the own path's line,
+    which stays as it was."""
+    by_path = {f.path: f for f in files}
+    for path, found in differing.items():
+        migrated = by_path.get(path)
+        if migrated is None:
+            text = repository.files[path].text
+            migrated = FileMigration(path, repository.files[path], Migration(text, text, [], []), [], path in entries)
+            files.append(migrated)
+        migrated.migration.changes = sorted([*migrated.migration.changes, *(
+            Change(d.line, d.code, d.code, notes.OWN_PATH_DIFFERS.format(why=d.why)) for d in found)],
+            key=lambda c: c.line)
+    files.sort(key=lambda f: f.path)
 
 
 def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
@@ -293,12 +313,14 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
                           imports: dict[str, dict[str, set[str]]],
-                          ) -> dict[str, tuple[cst.Module, list[Removed], list[Differs]]] | None:
+                          ) -> tuple[dict[str, tuple[cst.Module, list[Removed]]] | None, dict[str, list[Differs]]]:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
-    probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code."""
+    probes: each file with its Horovod path removed (compare/migrate/switches.py). None: migrate the Horovod code,
+    with, per file, where the repository's own path does another job than the Horovod one beside it (then the
+    Horovod branch is migrated in place, not routed to that path)."""
     if not any(word in s.text for s in repository.files.values()
                for word in ("init_process_group", "DistributedDataParallel")):
-        return None
+        return None, {}
     # A probe is a try statement: a file without the word has none, and is not walked for one.
     probes = {name: found for path, module in parsed.items()
               if "try" in repository.files[path].text and (found := probe_aliases(module))
@@ -311,7 +333,10 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
         names |= {n for source, taken in imported.items() if is_horovod_module(source) for n in taken}
         aliases[path] = names
         if not probes or not horovod_only_in_switches(module, names):
-            return None
+            return None, {}
+    differing = {path: found for path, module in parsed.items() if (found := differing_paths(module, aliases[path]))}
+    if differing:
+        return None, differing
     # The Horovod option (and a default of horovod) now selects the DDP path; refused only where there is none.
     routes = switch_routes(parsed)
     switched = {}
@@ -322,24 +347,22 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
             if placed:
                 removed.append(Removed(0, "", "; ".join(route.describe() for route in routes[path]),
                                        notes.SWITCH_ROUTED))
-        differs = differing_collectives(module, aliases[path])
-        switched[path] = (new, removed, differs)
-    return switched
+        switched[path] = (new, removed)
+    return switched, {}
 
 
 def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
-                      switched: dict[str, tuple[cst.Module, list[Removed], list[Differs]]], entries: set[str],
+                      switched: dict[str, tuple[cst.Module, list[Removed]]], entries: set[str],
                       entry: str | None) -> TreeMigration:
     files = []
     for path in sorted(parsed):
-        module, removed, differs = switched[path]
+        module, removed = switched[path]
         source = repository.files[path]
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
                               launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
         _without_horovod_only_statements(migration)
-        migration.flags = _leftovers(migration) + [Flag(d.line, Category.OWN_PATH_DIFFERS, d.code, d.why)
-                                                   for d in differs]
+        migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
     return _compiled_on_oldest(TreeMigration(repository, files, entry))
