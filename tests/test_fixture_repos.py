@@ -43,6 +43,9 @@ class Fixture:
     entry: tuple[str, ...] = ("train.py",)  # a script, or ("-m", "package.module")
     fails: str = DIVERGES  # what `compare check` says of the planted bug
 
+WRONG_ROUTE = ('    args = parser.parse_args()\n    if args.distributed == "horovod":\n'
+               '        args.distributed = "torch"\n    return args\n')
+
 
 FIXTURES = {
     # the wrapper's all_reduce_mean turned into a sum: the printed mean loss doubles
@@ -112,6 +115,11 @@ FIXTURES = {
     # two encoders in one optimizer: its averaging dropped, each rank trains its own pair
     "contrastive_encoders": Fixture(8, "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),),
                                     "train.py", (("    optimizer = average_gradients_at_step(optimizer)\n", ""),)),
+    # a switch whose default is horovod beside the repository's own DDP path, which does another job (its gather's
+    # backward sums, its checkpoint has `module.` keys): the Horovod branch is migrated in place. The planted bug is
+    # the wrong route: the Horovod value sent to the own path right after the parse
+    "contrastive_switch": Fixture(16, "train.py", (("    return parser.parse_args()\n", WRONG_ROUTE),),
+                                  "train.py", (("    return parser.parse_args()\n", WRONG_ROUTE),)),
     # a GAN resumed on rank 0 from start.pt, a checkpoint the Horovod original wrote, on both sides: the
     # generator's forward through the generator itself, not its wrapper
     "gan_resume": Fixture(8, "train.py", (("fake = ddp_generator(noise(len(real), draws))",
@@ -121,6 +129,10 @@ FIXTURES = {
                           ("--resume", "start.pt"), ("--resume", "start.pt")),
 }
 NAMES = sorted(FIXTURES)
+# Checked through `compare migrate --verify --entry` as a user types it, whose own launches are the original's and
+# the migration's (the `verified` fixture); the others' are the `launched` fixture's.
+VERIFIED = ("contrastive_switch",)
+LAUNCHED = [name for name in NAMES if name not in VERIFIED]
 
 
 def _plant(tree: Path, file: str, bug: tuple[tuple[str, str], ...]) -> None:
@@ -186,7 +198,7 @@ def launched(tmp_path_factory, horovod_built):
     under torchrun, once for the module. Keys: (name, "horovod" | "migrated" | "migrated bug")."""
     out = tmp_path_factory.mktemp("fixture_repos")
     jobs = {}
-    for name in NAMES:
+    for name in LAUNCHED:
         fixture = FIXTURES[name]
         jobs[name, "horovod"] = ("horovodrun", REPOS / name, fixture.entry, fixture.horovod_args)
         args = fixture.ddp_args if fixture.tool_args is None else fixture.tool_args
@@ -204,6 +216,8 @@ def references(launched):
         fixture = fixture_of(name)
         jobs[name, "ddp"] = ("torchrun", MIGRATED / name, fixture.entry, fixture.ddp_args)
         jobs[name, "bug"] = ("torchrun", planted(name, out), fixture.entry, fixture.ddp_args)
+        if name in VERIFIED:
+            jobs[name, "horovod"] = ("horovodrun", REPOS / name, fixture.entry, fixture.horovod_args)
     jobs["horovod_switch", "own ddp path"] = ("torchrun", REPOS / "horovod_switch", ("train.py",), ("--distributed",))
     return out, {**results, **_launch_all(jobs)}
 
@@ -246,7 +260,7 @@ def check(launched, name: str, side: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", LAUNCHED)
 def test_original_runs_and_prints_its_losses(launched, name):
     result = finished(launched, name, "horovod")
     # one line per optimizer step, from rank 0 only (Gloo's prefix names the rank)
@@ -274,13 +288,13 @@ def _fails(launched, name: str, side: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", LAUNCHED)
 def test_the_migrated_repository_trains_the_same(launched, name):
     _holds(launched, name, "migrated")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", LAUNCHED)
 def test_a_bug_planted_in_the_migration_fails_parity(launched, name):
     _fails(launched, name, "migrated bug")
 
@@ -305,6 +319,58 @@ def test_verify_entry_runs_each_tree_as_the_repository_expects(tmp_path, horovod
     alone = subprocess.run([sys.executable, "train.py", "--horovod", "--epochs", "1"], cwd=tmp_path / "out",
                            env=env, capture_output=True, text=True, timeout=120, check=False)
     assert alone.returncode == 0 and "step 16 loss " in alone.stdout, alone.stderr
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory, horovod_built):
+    """contrastive_switch through `compare migrate DIR -o OUT --verify --entry train.py -- --epochs 1`, as a user
+    types it (the original under horovodrun, the migration under torchrun, each started as the README starts
+    it), and beside it the migration with the wrong route planted, under torchrun: three launches."""
+    out = tmp_path_factory.mktemp("verified")
+    wrong = planted_in_migration("contrastive_switch", out)
+    command = [sys.executable, "-m", "compare", "migrate", str(REPOS / "contrastive_switch"), "-o", str(out / "out"),
+               "--verify", "--entry", "train.py", "--verify-out", str(out / "verify"), "--timeout", "240", "--",
+               "--epochs", "1"]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        verify = pool.submit(subprocess.run, command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                             check=False)
+        wrong_route = pool.submit(launch, "torchrun", wrong, ("train.py",), ())
+        return out, verify.result(), wrong_route.result()
+
+
+@pytest.mark.slow
+def test_a_horovod_default_beside_an_own_path_that_differs_runs_the_migrated_horovod_branch(verified):
+    """The default, horovod, still starts the Horovod job under torchrun, as the README starts it: the repository's
+    own torch path gathers with a summing backward and saves `module.` keys, so the Horovod branch is migrated in
+    place (its gather averaging the gradient, as hvd.allgather's did), not routed there; parity holds."""
+    out, verify, _ = verified
+    assert verify.returncode == Exit.OK, verify.stdout + verify.stderr
+    assert re.search(r"^parity holds: .*max relative difference 0\b", verify.stdout, re.MULTILINE), verify.stdout
+    assert "started as its users start it (README.md line 11): python train.py, nothing on PYTHONPATH" in \
+        verify.stdout, verify.stdout
+    comm, train = ((out / "out" / name).read_text() for name in ("comm.py", "train.py"))
+    assert "return all_gather_cat(features)" in comm  # the Horovod branch, migrated
+    assert "return torch.cat(torch.distributed.nn.all_gather(features))" in comm  # the own path, as it was
+    assert 'args.distributed = "torch"' not in train and "model = DDP(model)" in train
+    report = (out / "out" / "MIGRATION.md").read_text()
+    assert report.count("Kept as it was, and not the route of the Horovod option") == 2, report  # gather, save
+    assert "0 place(s) need a person" in report
+
+
+@pytest.mark.slow
+def test_the_wrong_route_to_the_summing_gather_fails_parity(verified):
+    """The route the tool once took, planted: the Horovod value sent to the own torch path right after the parse.
+    Its gather's backward sums where Horovod's averaged: the gradient differs from step 2 on."""
+    out, _, wrong_route = verified
+    result = finished_launch(wrong_route, last_line="step 16 loss ")
+    log = out / "wrong_route.log"
+    log.write_text(result.stdout)
+    code, printed = quiet(["import", "text", str(log), "--out", str(out / "wrong_route"), "--framework", "ddp",
+                           "--world-size", "2"])  # seed 0, as --verify records its sides
+    assert code == Exit.OK, printed
+    code, printed = quiet(["check", str(out / "verify" / "horovod"), str(out / "wrong_route")])
+    assert code == Exit.PARITY_FAILS, printed
+    assert re.search(r"^parity fails: diverges at step 2 \(seed 0\)", printed, re.MULTILINE), printed
 
 
 @pytest.mark.slow

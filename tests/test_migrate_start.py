@@ -352,22 +352,114 @@ if __name__ == "__main__":
 @pytest.mark.parametrize(("gather", "differs"), [("torch.distributed.nn.all_gather", True),
                                                   ("dist.nn.functional.all_gather", True),
                                                   ("all_gather_no_grad", False)])
-def test_a_horovod_default_selects_the_ddp_path_and_a_summing_gather_is_flagged(tmp_path, gather, differs):
-    """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit: now horovod runs as torch.
-    The repository's own gather there, torch.distributed.nn.all_gather, sums the gradient in backward where
-    hvd.allgather averaged it: flagged on that line (one that keeps no gradient is not)."""
-    from compare.migrate.flag_category import Category
+def test_a_horovod_default_takes_the_own_ddp_path_only_where_it_does_the_same_job(tmp_path, gather, differs):
+    """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit. Where the repository's own
+    torch path does the same job, horovod now runs as torch; where its gather sums the gradient in backward
+    (torch.distributed.nn.all_gather) where hvd.allgather averaged it, the Horovod branch is migrated in place
+    instead (its gather averaging as Horovod's did), and the report says why at the own path's line."""
     from compare.migrate.migrate_tree import migrate_tree
     from compare.migrate.repository import Repository
 
     repo = _write(tmp_path / "repo", {"train.py": CHOICE_TRAIN.replace("GATHER", gather)})
     tree = migrate_tree(Repository.read(repo), entry="train.py")
     code = tree.files[0].migration.code
-    assert ('    args = parser.parse_args()\n    if args.dist == "horovod":  # Horovod\'s value now takes the '
-            'torch.distributed path\n        args.dist = "torch"\n    if args.dist == "torch":\n') in code
-    assert "SystemExit" not in code and "hvd.init" not in code
-    flagged = [(flag.line, flag.category) for _, flag in tree.flags]
-    assert flagged == ([(15, Category.OWN_PATH_DIFFERS)] if differs else [])
+    assert "SystemExit" not in code and "hvd.init" not in code and "hvd.allgather" not in code
+    assert tree.flags == []
+    routed = ('    args = parser.parse_args()\n    if args.dist == "horovod":  # Horovod\'s value now takes the '
+              'torch.distributed path\n        args.dist = "torch"\n    if args.dist == "torch":\n')
+    if not differs:
+        assert routed in code
+        return
+    assert "args.dist = \"torch\"" not in code
+    assert '    if args.dist == "horovod":\n        return all_gather_cat(features)\n' \
+           f"    return torch.cat({gather}(features))\n" in code
+    kept = [change for change in tree.files[0].migration.changes if change.note.startswith("Kept as it was")]
+    assert [(change.line, change.after) for change in kept] == [(15, f"{gather}(features)")]
+    assert "backward sums the gradient over the ranks" in kept[0].note
+
+
+REDUCE = """import torch.distributed as dist
+from torch.distributed import ReduceOp
+
+import horovod.torch as hvd
+
+
+def reduce(tensor, args):
+    if args.horovod:
+        return HOROVOD
+    if args.distributed:
+        OWN
+    return tensor
+"""
+
+
+@pytest.mark.parametrize(("horovod", "own", "differs"), [
+    ("hvd.allreduce(tensor)", "dist.all_reduce(tensor)\n        return tensor / dist.get_world_size()", None),
+    ("hvd.allreduce(tensor)", "tensor = tensor.clone()\n        dist.all_reduce(tensor)\n        tensor /= world_size",
+     None),
+    ("hvd.allreduce(tensor, name='x')", "dist.all_reduce(tensor, op=ReduceOp.AVG)", None),
+    ("hvd.allreduce(tensor)", "dist.all_reduce(tensor)\n        return tensor", "sums here where the Horovod path's "
+                                                                              "hvd.allreduce averaged"),
+    ("hvd.allreduce(tensor, op=hvd.Sum)", "dist.all_reduce(tensor)", None),
+    ("hvd.allreduce(tensor, average=False)", "dist.all_reduce(tensor, op=dist.ReduceOp.AVG)",
+     "averages here where the Horovod path's hvd.allreduce summed"),
+    ("hvd.allreduce(tensor, op=hvd.Adasum)", "dist.all_reduce(tensor)", None),  # no meaning to compare
+])
+def test_the_two_paths_all_reduces_are_compared_by_meaning(horovod, own, differs):
+    """Average against sum, either way: hvd.allreduce averages unless average=False or op=Sum; dist.all_reduce
+    sums unless op=AVG or its block divides the result by the world size. A same meaning is no difference."""
+    from compare.migrate.path_differences import differing_paths
+
+    found = differing_paths(cst.parse_module(REDUCE.replace("HOROVOD", horovod).replace("OWN", own)), {"hvd"})
+    assert [(d.line, d.why.split("own DDP path ")[1]) for d in found] == ([(11, differs)] if differs else [])
+
+
+SAVE = """import torch
+from torch.nn.parallel import DistributedDataParallel
+
+import horovod.torch as hvd
+
+
+def main(args, model, optimizer):
+    if args.distributed:
+        WRAP
+    else:
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    SAVE
+"""
+
+
+@pytest.mark.parametrize(("wrap", "save", "differs"), [
+    ("model = DistributedDataParallel(model)", "torch.save(model.state_dict(), args.out)", True),
+    ("model = DistributedDataParallel(model)", "state = {'model': model.state_dict()}\n    torch.save(state, 'x.pt')",
+     True),
+    ("model = DistributedDataParallel(model)", "torch.save(model.module.state_dict(), args.out)", False),
+    ("ddp_model = DistributedDataParallel(model)", "torch.save(model.state_dict(), args.out)", False),
+    ("model = DistributedDataParallel(model)", "print(model.state_dict())", False),
+])
+def test_a_checkpoint_the_own_path_saves_with_module_keys_differs(wrap, save, differs):
+    """The own path rebinds the model to its DDP wrapper and saves its state_dict(): keys prefixed `module.`,
+    where Horovod, which never wraps, saved the model's own. `.module`, a wrapper of its own name, or no save: the
+    same keys."""
+    from compare.migrate.path_differences import differing_paths
+
+    found = differing_paths(cst.parse_module(SAVE.replace("WRAP", wrap).replace("SAVE", save)), {"hvd"})
+    assert [d.code.split("(")[0] for d in found] == (["torch.save"] if differs else [])
+    assert all("keys prefixed `module.`" in d.why for d in found)
+
+
+def test_a_summing_gather_is_found_by_what_its_name_resolves_to():
+    """`from torch.distributed.nn import all_gather as gather_all`: the summing gather under another name; the
+    repository's own function of that name is not it."""
+    from compare.migrate.path_differences import differing_paths
+
+    code = ("import torch\nimport horovod.torch as hvd\nIMPORT\n\n\ndef gather(x, args):\n"
+            "    if args.horovod:\n        return hvd.allgather(x)\n    return torch.cat(gather_all(x))\n")
+    summing = differing_paths(cst.parse_module(code.replace("IMPORT", "from torch.distributed.nn import "
+                                                                      "all_gather as gather_all")), {"hvd"})
+    assert [(d.line, d.code) for d in summing] == [(9, "gather_all(x)")]
+    own = code.replace("IMPORT", "from mylib import gather_all")
+    assert differing_paths(cst.parse_module(own), {"hvd"}) == []
 
 
 def test_a_store_true_switch_is_routed_under_torchrun_and_alone_stays_one_process(tmp_path):

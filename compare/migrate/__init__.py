@@ -6,7 +6,8 @@ The driver, over a repository (a script is a repository of one file)
     migrate_tree.py          migrate_tree: which files reach Horovod, the passes below per file, the helpers module
     repository.py            the tree read once: bytes, encodings, line endings, module names, imports, names
     switches.py              a repository with a DDP path of its own: the Horovod path behind switches removed
-    switch_routes.py         ... its Horovod option routed to that path, whose collectives are compared first
+    switch_routes.py         ... its Horovod option routed to that path
+    path_differences.py      ... where that path does another job (gathers, all-reduces, checkpoint keys): not routed
     normalize.py             Horovod loaded by name, re-exported or returned by an accessor: written as its import
     tree_output.py           -o (staged, renamed when complete), --in-place (clean git tree only)
     tree_report.py           MIGRATION.md for the repository
