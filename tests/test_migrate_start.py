@@ -549,6 +549,62 @@ def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(t
     assert "backends/__init__.py" not in code and "train.py" not in code  # the registry, the isinstance: as they were
 
 
+def _plugin_backend(tmp_path, epoch_end: str | None = None) -> Path:
+    import shutil
+
+    repo = tmp_path / "plugin_backend"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "repos" / "plugin_backend", repo,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    if epoch_end is not None:
+        train = repo / "train.py"
+        code = train.read_text()
+        barrier = "        backend.barrier()  # every worker ends the epoch before the next one starts\n"
+        assert code.count(barrier) == 1
+        train.write_text(code.replace(barrier, epoch_end))
+    return repo
+
+
+def test_a_backend_registry_and_its_identity_tests_keep_the_migrated_class(tmp_path):
+    """examples/repos/plugin_backend: the registry maps "horovod" to HorovodBackend and train.py tests
+    `isinstance(backend, HorovodBackend)` (it scales the learning rate). The backend is migrated in its class,
+    which keeps its name and base: the registry, the identity test and the script stay as they were (the launch in
+    tests/test_fixture_repos.py trains the same, which it would not with the rate unscaled). The barrier every
+    rank calls through the backend is no flag."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    tree = migrate_tree(Repository.read(_plugin_backend(tmp_path)))
+    assert tree.flags == []
+    assert [f.path for f in tree.files] == ["backends/horovod_backend.py"]  # the registry and train.py unchanged
+    backend = tree.files[0].migration.code
+    assert "class HorovodBackend(Backend):" in backend and '    name = "horovod"\n' in backend
+    assert "    def barrier(self) -> None:\n        dist.barrier()\n" in backend
+
+
+@pytest.mark.parametrize("guard", ["if backend.rank == 0:", "if backend.is_root:", "if rank == 0:"])
+def test_a_barrier_only_some_ranks_call_through_the_backend_is_flagged_with_its_line(tmp_path, guard):
+    """`if rank == 0: backend.barrier()`: the backend's method makes a collective (dist.barrier() once
+    migrated), so the other ranks never reach it and the job hangs; flagged on train.py's line, a file the
+    migration does not change. An if/else that calls it on both sides is fine."""
+    from compare.migrate.flag_category import Category
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.repository import Repository
+
+    prefix = "        rank = backend.rank\n" if guard == "if rank == 0:" else ""
+    repo = _plugin_backend(tmp_path, f"{prefix}        {guard}\n            backend.barrier()\n")
+    tree = migrate_tree(Repository.read(repo))
+    line = next(i + 1 for i, text in enumerate((repo / "train.py").read_text().splitlines())
+                if text.strip() == "backend.barrier()")
+    assert [(path, flag.line, flag.category) for path, flag in tree.flags] == [
+        ("train.py", line, Category.RANK_ONLY_COLLECTIVE)]
+    assert f"`backend.barrier(...)` under `{guard}` only" in tree.flags[0][1].why
+    assert tree.outputs().keys() == {"backends/horovod_backend.py", "backends/ddp_helpers.py"}
+
+    both = _plugin_backend(tmp_path / "both", f"        {guard}\n            backend.barrier()\n"
+                                              "        else:\n            backend.barrier()\n")
+    assert migrate_tree(Repository.read(both)).flags == []
+
+
 def test_launches_are_read_from_commands_entry_points_and_main_blocks(tmp_path):
     """How the users start a tree: a README's command (a launcher before it, `cd` and PYTHONPATH in it), a console
     entry point (pyproject.toml, setup.py), and a `__main__` file none of them names; never a file in a venv."""

@@ -39,6 +39,7 @@ from compare.migrate.normalize import (
     normalize,
 )
 from compare.migrate.oldest_python import OLDEST_NAME, oldest_python_error
+from compare.migrate.output_ddp import collective_methods, rank_only_method_calls
 from compare.migrate.output_parsed import Parsed
 from compare.migrate.path_differences import Differs, differing_paths
 from compare.migrate.repository import (
@@ -268,6 +269,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         tree.helpers_paths = sorted({homes[path][0] for path in importers})
         tree.helpers_path, tree.helpers_code = tree.helpers_paths[0], helpers_module_code(used, helper_names)
         _check_reach(tree, helpers_module)
+    _check_rank_only_method_calls(tree, entries)
     return _compiled_on_oldest(tree)
 
 
@@ -287,6 +289,33 @@ def _say_where_own_paths_differ(repository: Repository, files: list[FileMigratio
             Change(d.line, d.code, d.code, notes.OWN_PATH_DIFFERS.format(why=d.why)) for d in found)],
             key=lambda c: c.line)
     files.sort(key=lambda f: f.path)
+
+
+def _check_rank_only_method_calls(tree: TreeMigration, entries: set[str]) -> None:
+    """A method of a migrated class that makes a collective (a backend's `barrier()`), called under a rank
+    condition in any file of the tree (`if rank == 0: backend.barrier()`): flagged at that line, as the check of
+    each file flags the collective itself; a file the migration did not change is listed for it."""
+    changed = [f for f in tree.files if f.migration.code != f.source.text and "class " in f.migration.code]
+    methods = set().union(*(collective_methods(Parsed(f.migration.code)) for f in changed))
+    if not methods:
+        return
+    by_path = {f.path: f for f in tree.files}
+    for path, source in tree.repository.files.items():
+        migrated = by_path.get(path)
+        code = migrated.migration.code if migrated else source.text
+        if not any(f".{name}(" in code for name in methods):
+            continue
+        findings = rank_only_method_calls(Parsed(code), methods)
+        if not findings:
+            continue
+        if migrated is None:
+            migrated = FileMigration(path, source, Migration(source.text, source.text, [], []), [], path in entries)
+            tree.files.append(migrated)
+        back = map_lines(code, migrated.migration.source)
+        known = {(flag.line, flag.category) for flag in migrated.migration.flags}
+        migrated.migration.flags += [Flag(back.get(f.line) or 0, f.category, f.code, f.why, result_line=f.line)
+                                     for f in findings if (back.get(f.line) or 0, f.category) not in known]
+    tree.files.sort(key=lambda f: f.path)
 
 
 def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
