@@ -293,6 +293,42 @@ def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
                                       "pkg/ddp_helpers.py": ""}, {"ddp_helpers"}) == []
 
 
+def test_the_reach_check_follows_a_package_reached_through_a_directory_symlink(tmp_path):
+    """`cmd/pkg -> ../pkg` and `python cmd/train.py`: the package is reached through the link. The reach check
+    follows it (once it saw no cmd/pkg and checked nothing there): helpers imported by name from the root's
+    module are unreached from cmd/, told at the package's own file; inside the package, imported relatively, they
+    resolve. The migration puts them there, and the migrated script imports them through the link."""
+    from compare.migrate.import_reach import linked_directories, unreached_helpers
+    from compare.migrate.launches import Launch
+
+    launch = Launch("cmd/train.py", False, found="README.md line 1")
+    script = {"cmd/train.py": "from pkg.trainer import train\n", "pkg/__init__.py": ""}
+    at_root = {**script, "pkg/trainer.py": "import torch\nfrom ddp_helpers import x\n", "ddp_helpers.py": ""}
+    assert unreached_helpers(launch, at_root, {"ddp_helpers"}) == []  # blind without the link: pkg not found
+    found = unreached_helpers(launch, at_root, {"ddp_helpers"}, {"cmd/pkg": "pkg"})
+    assert [(u.path, u.line) for u in found] == [("pkg/trainer.py", 2)]
+    in_package = {**script, "pkg/trainer.py": "from .ddp_helpers import x\n", "pkg/ddp_helpers.py": ""}
+    assert unreached_helpers(launch, in_package, {"ddp_helpers"}, {"cmd/pkg": "pkg"}) == []
+
+    repo = _write(tmp_path / "repo", {
+        "pkg/__init__.py": "", "README.md": "Run: `horovodrun -np 2 python cmd/train.py`\n",
+        "pkg/trainer.py": "import horovod.torch as hvd\nimport torch\n\n\ndef train():\n    hvd.init()\n"
+                          "    print('sum', hvd.allreduce(torch.ones(2), average=False).tolist())\n",
+        "cmd/train.py": "from pkg.trainer import train\n\nif __name__ == '__main__':\n    train()\n"})
+    (repo / "cmd" / "pkg").symlink_to("../pkg", target_is_directory=True)
+    assert linked_directories(repo) == {"cmd/pkg": "pkg"}
+    assert compare_main(["migrate", str(repo), "-o", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    assert (out / "cmd" / "pkg").is_symlink() and (out / "pkg" / "ddp_helpers.py").exists()
+    assert "from .ddp_helpers import " in (out / "pkg" / "trainer.py").read_text()
+    # started as the README says (a process group of one), nothing on PYTHONPATH: imported through the link
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29400 + os.getpid() % 500))
+    run = subprocess.run([sys.executable, "cmd/train.py"], cwd=out, env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0 and "sum [1.0, 1.0]" in run.stdout, run.stderr
+
+
 # ---- issue 52 item 7: outcomes typed end to end -----------------------------------------------------------
 
 def test_flag_categories_and_normalisations_are_enums_end_to_end():

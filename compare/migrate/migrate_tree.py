@@ -25,7 +25,7 @@ from compare.migrate import notes
 from compare.migrate.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.flag_category import Category
 from compare.migrate.horovod_api import is_horovod_module
-from compare.migrate.import_reach import unreached_helpers
+from compare.migrate.import_reach import linked_directories, unreached_helpers
 from compare.migrate.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.launches import Launch, launches_of
 from compare.migrate.migration import Change, Flag, Migration, NotMigratable
@@ -326,8 +326,9 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
     files.update(dict.fromkeys(tree.helpers_paths, tree.helpers_code or ""))
     by_path = {f.path: f for f in tree.files}
     back = {f.path: map_lines(f.migration.code, f.migration.source) for f in tree.files}
+    links = linked_directories(tree.repository.root)
     for launch in tree.launches:
-        for unreached in unreached_helpers(launch, files, {helpers_module}):
+        for unreached in unreached_helpers(launch, files, {helpers_module}, links):
             migrated = by_path.get(unreached.path)
             if migrated is None or any(flag.category == Category.HELPERS_UNREACHED
                                        for flag in migrated.migration.flags):
