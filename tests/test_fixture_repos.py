@@ -374,6 +374,45 @@ def test_the_wrong_route_to_the_summing_gather_fails_parity(verified):
 
 
 @pytest.mark.slow
+def test_the_migrated_package_installed_starts_with_its_console_command(launched, tmp_path):
+    """package_entry's pyproject.toml names a console command, `tinynet-train = "tinynet.train:cli"`, and its
+    README installs the package (`pip install .`) and launches that command. The migration, installed the same way
+    into a throwaway environment, runs under torchrun from another directory with nothing on PYTHONPATH and trains
+    as the original did under horovodrun. A regular install, not an editable one: it copies the package alone
+    (`packages.find`), so helpers written at the tree's root would be missing (an editable install of this flat
+    layout may put the root on the import path and hide that); it costs the same."""
+    tree = migrated("package_entry", launched[0])
+    environment = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)], check=True, timeout=60)
+    site_packages = subprocess.run([environment / "bin" / "python", "-c", "import sysconfig; print(sysconfig."
+                                    "get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout
+    # torch, Horovod and pip from the project's environment, read through a .pth: nothing is installed there
+    project_sites = subprocess.run([sys.executable, "-c", "import site; print(*site.getsitepackages(), sep='\\n')"],
+                                   capture_output=True, text=True, check=True).stdout
+    (Path(site_packages.strip()) / "project_environment.pth").write_text(project_sites)
+    env = launch_env(PATH=f"{environment / 'bin'}:{launch_env()['PATH']}")
+    env.pop("PYTHONPATH", None)
+    installed = subprocess.run([environment / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-index",
+                                "--no-build-isolation", "--quiet", str(tree)], env=env, capture_output=True,
+                               text=True, timeout=180, check=False)
+    assert installed.returncode == 0, installed.stderr
+    assert (environment / "bin" / "tinynet-train").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    started = subprocess.run([tool("torchrun"), "--standalone", "--nproc-per-node", "2", "--no-python",
+                              "tinynet-train", "--epochs", "1"], cwd=elsewhere, env=env, capture_output=True,
+                             text=True, timeout=240, start_new_session=True)
+    result = finished_launch(started, last_line=f"step {fixture_of('package_entry').steps} loss ")
+    log = tmp_path / "console.log"
+    log.write_text(result.stdout)
+    code, printed = quiet(["import", "text", str(log), "--out", str(tmp_path / "console"), "--framework", "ddp",
+                           "--world-size", "2", "--seed", SEED])
+    assert code == Exit.OK, printed
+    code, printed = quiet(["check", str(record(launched, "package_entry", "horovod")), str(tmp_path / "console")])
+    assert code == Exit.OK and re.search(r"^parity holds: ", printed, re.MULTILINE), printed
+
+
+@pytest.mark.slow
 def test_the_migrated_tree_starts_alone_as_the_original_did(tmp_path):
     """script_paths migrated, started as its README says with no launcher and nothing on PYTHONPATH: the probe
     answers "no torch.distributed job" and the script trains one process, the same losses as the original alone
@@ -429,7 +468,7 @@ def test_the_module_handed_to_code_outside_the_repository_is_flagged_not_called_
                      "\n\ndef report(api) -> None:\n    print(api.size())\n")
     assert compare_main(["migrate", str(repo), "-o", str(tmp_path / "out")]) == Exit.NEEDS_A_PERSON
     err = capsys.readouterr().err
-    assert "tinynet/train.py line 63 (unrecognised)" in err, err
+    assert "tinynet/train.py line 64 (unrecognised)" in err, err
     migrated_train = (tmp_path / "out" / "tinynet" / "train.py").read_text()
     assert "def main(dist, args: argparse.Namespace)" in migrated_train and "main(dist, cli_args)" in migrated_train
     assert "report(hvd)" in migrated_train and "monitoring.attach(hvd)" in migrated_train
