@@ -296,15 +296,16 @@ def _check_rank_only_method_calls(tree: TreeMigration, entries: set[str]) -> Non
     condition in any file of the tree (`if rank == 0: backend.barrier()`): flagged at that line, as the check of
     each file flags the collective itself; a file the migration did not change is listed for it."""
     changed = [f for f in tree.files if f.migration.code != f.source.text and "class " in f.migration.code]
-    methods = set().union(*(collective_methods(Parsed(f.migration.code)) for f in changed))
+    methods = set().union(*(collective_methods(f.migration.code) for f in changed))
     if not methods:
         return
     by_path = {f.path: f for f in tree.files}
+    called_on = re.compile(rf"([\w.]+)\.(?:{'|'.join(map(re.escape, sorted(methods)))})\(")
     for path, source in tree.repository.files.items():
         migrated = by_path.get(path)
         code = migrated.migration.code if migrated else source.text
-        if not any(f".{name}(" in code for name in methods):
-            continue
+        if not any(receiver not in ("dist", "torch.distributed") for receiver in called_on.findall(code)):
+            continue  # (torch.distributed's own barrier is the check of each file's)
         findings = rank_only_method_calls(Parsed(code), methods)
         if not findings:
             continue

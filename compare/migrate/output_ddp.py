@@ -5,6 +5,7 @@ collectives every rank reaches, on tensors the chosen backend serves.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -305,15 +306,18 @@ def _collective_functions(result: Parsed) -> set[str]:
         names |= more
 
 
-def _is_collective(call: cst.Call, functions: set[str], methods: frozenset[str] = frozenset()) -> bool:
-    """`methods`: the repository's methods that make a collective (collective_methods), called on any object."""
-    name = _name(call.func)
+def _collective_name(name: str, functions: set[str], methods: frozenset[str] = frozenset()) -> bool:
+    """Whether a call of this dotted name makes a collective: torch.distributed's, a DDP wrap, one of the file's
+    `functions` that does, or (`methods`: the repository's methods that do, collective_methods) one of those
+    called on any object."""
     if name in functions or name in WRAPPERS - {"prepare_model"}:
         return True
     head, _, last = name.rpartition(".")
-    if isinstance(call.func, cst.Attribute) and last in methods:
-        return True
-    return last in COLLECTIVES and head in ("dist", "torch.distributed")
+    return (bool(head) and last in methods) or (last in COLLECTIVES and head in ("dist", "torch.distributed"))
+
+
+def _is_collective(call: cst.Call, functions: set[str], methods: frozenset[str] = frozenset()) -> bool:
+    return _collective_name(_name(call.func), functions, methods)
 
 
 def _calls(result: Parsed, block: cst.CSTNode, functions: set[str], methods: frozenset[str] = frozenset(),
@@ -346,18 +350,28 @@ def check_collectives(result: Parsed) -> list[Finding]:
     return findings
 
 
-def collective_methods(result: Parsed) -> set[str]:
+def collective_methods(code: str) -> set[str]:
     """The names of the file's methods that make a collective (a backend's `barrier()` that calls dist.barrier()),
-    directly or through another of them (`self.sync()`), to a fixed point."""
-    functions = _collective_functions(result)
-    methods = [d for c in result.findall(m.ClassDef()) for d in c.body.body if isinstance(d, cst.FunctionDef)]  # type: ignore[attr-defined]
+    directly or through another of them (`self.sync()`), to a fixed point; not the dunders (`__init__` is called
+    by its class's name, never as a method). Read with ast, the fast parser: the driver asks it of every changed
+    file with a class."""
+    tree = ast.parse(code)
+
+    def called(node: ast.AST) -> list[str]:
+        return [ast.unparse(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)]
+
+    defs = [d for d in ast.walk(tree) if isinstance(d, ast.FunctionDef)]
+    functions: set[str] = set()
+    while more := {d.name for d in defs if d.name not in functions and any(
+            _collective_name(name, functions) for name in called(d))}:
+        functions |= more
+    methods = [d for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for d in c.body
+               if isinstance(d, ast.FunctionDef) and not d.name.startswith("__")]
     names: set[str] = set()
-    while True:
-        more = {d.name.value for d in methods if d.name.value not in names and any(
-            _is_collective(c, functions, frozenset(names)) for c in result.findall(m.Call(), d))}  # type: ignore[arg-type]
-        if not more:
-            return names
+    while more := {d.name for d in methods if d.name not in names and any(
+            _collective_name(name, functions, frozenset(names)) for name in called(d))}:
         names |= more
+    return names
 
 
 def rank_only_method_calls(result: Parsed, methods: set[str]) -> list[Finding]:

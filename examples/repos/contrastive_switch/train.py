@@ -58,6 +58,7 @@ def main() -> None:
     if args.save and rank == 0:
         torch.save({"model": model.state_dict(), "step": step}, args.save)
     if args.distributed == "torch":
+        torch.distributed.barrier()  # every rank done before the group goes (Gloo's abort at exit)
         torch.distributed.destroy_process_group()
 
 
