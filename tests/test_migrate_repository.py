@@ -314,7 +314,8 @@ def test_libcst_resolves_horovod_only_where_a_file_imports_it_itself():
     assert _qualified(repos / "wrapper_module", "utils/distributed.py", "hvd.allreduce") == {"horovod.torch.allreduce"}
     assert _qualified(repos / "package_entry", "tinynet/train.py", "hvd.rank") == {
         "tinynet.train.main.<locals>.hvd.rank"}
-    assert _qualified(repos / "package_entry", "tinynet/train.py", "hvd.init") == {"tinynet.train.hvd.init"}
+    assert _qualified(repos / "package_entry", "tinynet/train.py", "hvd.init") == {
+        "tinynet.train.cli.<locals>.hvd.init"}
     assert not any(name.startswith("horovod") for name in _qualified(
         repos / "plugin_backend", "backends/horovod_backend.py", "self.backend_module.init"))
 

@@ -293,6 +293,42 @@ def test_the_reach_check_follows_the_order_of_a_scripts_own_sys_path_change():
                                       "pkg/ddp_helpers.py": ""}, {"ddp_helpers"}) == []
 
 
+def test_the_reach_check_follows_a_package_reached_through_a_directory_symlink(tmp_path):
+    """`cmd/pkg -> ../pkg` and `python cmd/train.py`: the package is reached through the link. The reach check
+    follows it (once it saw no cmd/pkg and checked nothing there): helpers imported by name from the root's
+    module are unreached from cmd/, told at the package's own file; inside the package, imported relatively, they
+    resolve. The migration puts them there, and the migrated script imports them through the link."""
+    from compare.migrate.read.import_reach import linked_directories, unreached_helpers
+    from compare.migrate.read.launches import Launch
+
+    launch = Launch("cmd/train.py", False, found="README.md line 1")
+    script = {"cmd/train.py": "from pkg.trainer import train\n", "pkg/__init__.py": ""}
+    at_root = {**script, "pkg/trainer.py": "import torch\nfrom ddp_helpers import x\n", "ddp_helpers.py": ""}
+    assert unreached_helpers(launch, at_root, {"ddp_helpers"}) == []  # blind without the link: pkg not found
+    found = unreached_helpers(launch, at_root, {"ddp_helpers"}, {"cmd/pkg": "pkg"})
+    assert [(u.path, u.line) for u in found] == [("pkg/trainer.py", 2)]
+    in_package = {**script, "pkg/trainer.py": "from .ddp_helpers import x\n", "pkg/ddp_helpers.py": ""}
+    assert unreached_helpers(launch, in_package, {"ddp_helpers"}, {"cmd/pkg": "pkg"}) == []
+
+    repo = _write(tmp_path / "repo", {
+        "pkg/__init__.py": "", "README.md": "Run: `horovodrun -np 2 python cmd/train.py`\n",
+        "pkg/trainer.py": "import horovod.torch as hvd\nimport torch\n\n\ndef train():\n    hvd.init()\n"
+                          "    print('sum', hvd.allreduce(torch.ones(2), average=False).tolist())\n",
+        "cmd/train.py": "from pkg.trainer import train\n\nif __name__ == '__main__':\n    train()\n"})
+    (repo / "cmd" / "pkg").symlink_to("../pkg", target_is_directory=True)
+    assert linked_directories(repo) == {"cmd/pkg": "pkg"}
+    assert compare_main(["migrate", str(repo), "-o", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    assert (out / "cmd" / "pkg").is_symlink() and (out / "pkg" / "ddp_helpers.py").exists()
+    assert "from .ddp_helpers import " in (out / "pkg" / "trainer.py").read_text()
+    # started as the README says (a process group of one), nothing on PYTHONPATH: imported through the link
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29400 + os.getpid() % 500))
+    run = subprocess.run([sys.executable, "cmd/train.py"], cwd=out, env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0 and "sum [1.0, 1.0]" in run.stdout, run.stderr
+
+
 # ---- issue 52 item 7: outcomes typed end to end -----------------------------------------------------------
 
 def test_flag_categories_and_normalisations_are_enums_end_to_end():
@@ -352,22 +388,114 @@ if __name__ == "__main__":
 @pytest.mark.parametrize(("gather", "differs"), [("torch.distributed.nn.all_gather", True),
                                                   ("dist.nn.functional.all_gather", True),
                                                   ("all_gather_no_grad", False)])
-def test_a_horovod_default_selects_the_ddp_path_and_a_summing_gather_is_flagged(tmp_path, gather, differs):
-    """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit: now horovod runs as torch.
-    The repository's own gather there, torch.distributed.nn.all_gather, sums the gradient in backward where
-    hvd.allgather averaged it: flagged on that line (one that keeps no gradient is not)."""
+def test_a_horovod_default_takes_the_own_ddp_path_only_where_it_does_the_same_job(tmp_path, gather, differs):
+    """`--dist {horovod,torch,none}` whose default is horovod once became SystemExit. Where the repository's own
+    torch path does the same job, horovod now runs as torch; where its gather sums the gradient in backward
+    (torch.distributed.nn.all_gather) where hvd.allgather averaged it, the Horovod branch is migrated in place
+    instead (its gather averaging as Horovod's did), and the report says why at the own path's line."""
     from compare.migrate.migrate_tree import migrate_tree
-    from compare.migrate.read.flag_category import Category
     from compare.migrate.read.repository import Repository
 
     repo = _write(tmp_path / "repo", {"train.py": CHOICE_TRAIN.replace("GATHER", gather)})
     tree = migrate_tree(Repository.read(repo), entry="train.py")
     code = tree.files[0].migration.code
-    assert ('    args = parser.parse_args()\n    if args.dist == "horovod":  # Horovod\'s value now takes the '
-            'torch.distributed path\n        args.dist = "torch"\n    if args.dist == "torch":\n') in code
-    assert "SystemExit" not in code and "hvd.init" not in code
-    flagged = [(flag.line, flag.category) for _, flag in tree.flags]
-    assert flagged == ([(15, Category.OWN_PATH_DIFFERS)] if differs else [])
+    assert "SystemExit" not in code and "hvd.init" not in code and "hvd.allgather" not in code
+    assert tree.flags == []
+    routed = ('    args = parser.parse_args()\n    if args.dist == "horovod":  # Horovod\'s value now takes the '
+              'torch.distributed path\n        args.dist = "torch"\n    if args.dist == "torch":\n')
+    if not differs:
+        assert routed in code
+        return
+    assert "args.dist = \"torch\"" not in code
+    assert '    if args.dist == "horovod":\n        return all_gather_cat(features)\n' \
+           f"    return torch.cat({gather}(features))\n" in code
+    kept = [change for change in tree.files[0].migration.changes if change.note.startswith("Kept as it was")]
+    assert [(change.line, change.after) for change in kept] == [(15, f"{gather}(features)")]
+    assert "backward sums the gradient over the ranks" in kept[0].note
+
+
+REDUCE = """import torch.distributed as dist
+from torch.distributed import ReduceOp
+
+import horovod.torch as hvd
+
+
+def reduce(tensor, args):
+    if args.horovod:
+        return HOROVOD
+    if args.distributed:
+        OWN
+    return tensor
+"""
+
+
+@pytest.mark.parametrize(("horovod", "own", "differs"), [
+    ("hvd.allreduce(tensor)", "dist.all_reduce(tensor)\n        return tensor / dist.get_world_size()", None),
+    ("hvd.allreduce(tensor)", "tensor = tensor.clone()\n        dist.all_reduce(tensor)\n        tensor /= world_size",
+     None),
+    ("hvd.allreduce(tensor, name='x')", "dist.all_reduce(tensor, op=ReduceOp.AVG)", None),
+    ("hvd.allreduce(tensor)", "dist.all_reduce(tensor)\n        return tensor", "sums here where the Horovod path's "
+                                                                              "hvd.allreduce averaged"),
+    ("hvd.allreduce(tensor, op=hvd.Sum)", "dist.all_reduce(tensor)", None),
+    ("hvd.allreduce(tensor, average=False)", "dist.all_reduce(tensor, op=dist.ReduceOp.AVG)",
+     "averages here where the Horovod path's hvd.allreduce summed"),
+    ("hvd.allreduce(tensor, op=hvd.Adasum)", "dist.all_reduce(tensor)", None),  # no meaning to compare
+])
+def test_the_two_paths_all_reduces_are_compared_by_meaning(horovod, own, differs):
+    """Average against sum, either way: hvd.allreduce averages unless average=False or op=Sum; dist.all_reduce
+    sums unless op=AVG or its block divides the result by the world size. A same meaning is no difference."""
+    from compare.migrate.plan.path_differences import differing_paths
+
+    found = differing_paths(cst.parse_module(REDUCE.replace("HOROVOD", horovod).replace("OWN", own)), {"hvd"})
+    assert [(d.line, d.why.split("own DDP path ")[1]) for d in found] == ([(11, differs)] if differs else [])
+
+
+SAVE = """import torch
+from torch.nn.parallel import DistributedDataParallel
+
+import horovod.torch as hvd
+
+
+def main(args, model, optimizer):
+    if args.distributed:
+        WRAP
+    else:
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    SAVE
+"""
+
+
+@pytest.mark.parametrize(("wrap", "save", "differs"), [
+    ("model = DistributedDataParallel(model)", "torch.save(model.state_dict(), args.out)", True),
+    ("model = DistributedDataParallel(model)", "state = {'model': model.state_dict()}\n    torch.save(state, 'x.pt')",
+     True),
+    ("model = DistributedDataParallel(model)", "torch.save(model.module.state_dict(), args.out)", False),
+    ("ddp_model = DistributedDataParallel(model)", "torch.save(model.state_dict(), args.out)", False),
+    ("model = DistributedDataParallel(model)", "print(model.state_dict())", False),
+])
+def test_a_checkpoint_the_own_path_saves_with_module_keys_differs(wrap, save, differs):
+    """The own path rebinds the model to its DDP wrapper and saves its state_dict(): keys prefixed `module.`,
+    where Horovod, which never wraps, saved the model's own. `.module`, a wrapper of its own name, or no save: the
+    same keys."""
+    from compare.migrate.plan.path_differences import differing_paths
+
+    found = differing_paths(cst.parse_module(SAVE.replace("WRAP", wrap).replace("SAVE", save)), {"hvd"})
+    assert [d.code.split("(")[0] for d in found] == (["torch.save"] if differs else [])
+    assert all("keys prefixed `module.`" in d.why for d in found)
+
+
+def test_a_summing_gather_is_found_by_what_its_name_resolves_to():
+    """`from torch.distributed.nn import all_gather as gather_all`: the summing gather under another name; the
+    repository's own function of that name is not it."""
+    from compare.migrate.plan.path_differences import differing_paths
+
+    code = ("import torch\nimport horovod.torch as hvd\nIMPORT\n\n\ndef gather(x, args):\n"
+            "    if args.horovod:\n        return hvd.allgather(x)\n    return torch.cat(gather_all(x))\n")
+    summing = differing_paths(cst.parse_module(code.replace("IMPORT", "from torch.distributed.nn import "
+                                                                      "all_gather as gather_all")), {"hvd"})
+    assert [(d.line, d.code) for d in summing] == [(9, "gather_all(x)")]
+    own = code.replace("IMPORT", "from mylib import gather_all")
+    assert differing_paths(cst.parse_module(own), {"hvd"}) == []
 
 
 def test_a_store_true_switch_is_routed_under_torchrun_and_alone_stays_one_process(tmp_path):
@@ -455,6 +583,62 @@ def test_a_module_named_on_a_subclass_and_loaded_by_its_base_class_is_followed(t
     assert "horovod.torch" not in subclass and "dist_module" not in subclass
     assert "return average_gradients_at_step(optimizer)" in subclass and "class HorovodBackend(Backend):" in subclass
     assert "backends/__init__.py" not in code and "train.py" not in code  # the registry, the isinstance: as they were
+
+
+def _plugin_backend(tmp_path, epoch_end: str | None = None) -> Path:
+    import shutil
+
+    repo = tmp_path / "plugin_backend"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "repos" / "plugin_backend", repo,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    if epoch_end is not None:
+        train = repo / "train.py"
+        code = train.read_text()
+        barrier = "        backend.barrier()  # every worker ends the epoch before the next one starts\n"
+        assert code.count(barrier) == 1
+        train.write_text(code.replace(barrier, epoch_end))
+    return repo
+
+
+def test_a_backend_registry_and_its_identity_tests_keep_the_migrated_class(tmp_path):
+    """examples/repos/plugin_backend: the registry maps "horovod" to HorovodBackend and train.py tests
+    `isinstance(backend, HorovodBackend)` (it scales the learning rate). The backend is migrated in its class,
+    which keeps its name and base: the registry, the identity test and the script stay as they were (the launch in
+    tests/test_fixture_repos.py trains the same, which it would not with the rate unscaled). The barrier every
+    rank calls through the backend is no flag."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.read.repository import Repository
+
+    tree = migrate_tree(Repository.read(_plugin_backend(tmp_path)))
+    assert tree.flags == []
+    assert [f.path for f in tree.files] == ["backends/horovod_backend.py"]  # the registry and train.py unchanged
+    backend = tree.files[0].migration.code
+    assert "class HorovodBackend(Backend):" in backend and '    name = "horovod"\n' in backend
+    assert "    def barrier(self) -> None:\n        dist.barrier()\n" in backend
+
+
+@pytest.mark.parametrize("guard", ["if backend.rank == 0:", "if backend.is_root:", "if rank == 0:"])
+def test_a_barrier_only_some_ranks_call_through_the_backend_is_flagged_with_its_line(tmp_path, guard):
+    """`if rank == 0: backend.barrier()`: the backend's method makes a collective (dist.barrier() once
+    migrated), so the other ranks never reach it and the job hangs; flagged on train.py's line, a file the
+    migration does not change. An if/else that calls it on both sides is fine."""
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.read.flag_category import Category
+    from compare.migrate.read.repository import Repository
+
+    prefix = "        rank = backend.rank\n" if guard == "if rank == 0:" else ""
+    repo = _plugin_backend(tmp_path, f"{prefix}        {guard}\n            backend.barrier()\n")
+    tree = migrate_tree(Repository.read(repo))
+    line = next(i + 1 for i, text in enumerate((repo / "train.py").read_text().splitlines())
+                if text.strip() == "backend.barrier()")
+    assert [(path, flag.line, flag.category) for path, flag in tree.flags] == [
+        ("train.py", line, Category.RANK_ONLY_COLLECTIVE)]
+    assert f"`backend.barrier(...)` under `{guard}` only" in tree.flags[0][1].why
+    assert tree.outputs().keys() == {"backends/horovod_backend.py", "backends/ddp_helpers.py"}
+
+    both = _plugin_backend(tmp_path / "both", f"        {guard}\n            backend.barrier()\n"
+                                              "        else:\n            backend.barrier()\n")
+    assert migrate_tree(Repository.read(both)).flags == []
 
 
 def test_launches_are_read_from_commands_entry_points_and_main_blocks(tmp_path):

@@ -299,6 +299,100 @@ def test_the_check_judges_a_users_own_wrap_per_function():
         ("bypasses DDP", "print(model.weight.shape)")]
 
 
+# ---- flags that are right (issue 50 item 7): a loop that needs nothing, a `.module` on a correct line --------
+
+def test_a_loop_that_needs_nothing_gets_no_flag_and_stays_as_it_was():
+    """Loops with no Horovod call and no backward: data preparation before the model, an evaluation loop under
+    no_grad, local metrics over the parameters, a learning-rate schedule over the param groups; beside a training
+    loop whose inner loop accumulates (backward_passes_per_step). None needs a change; none is flagged (they once
+    were, among the flags that named right lines), and each is left as it was (the model itself, no wrapper)."""
+    loops = """
+        features = []
+        for x, _ in loader:  # data preparation before any model
+            features.append(x.mean())
+        """
+    training = """
+        for chunks in [loader, loader]:
+            optimizer.zero_grad()
+            for x, y in chunks:
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+            for group in optimizer.param_groups:  # a schedule
+                group["lr"] *= 0.9
+            optimizer.step()
+            correct = 0
+            for x, y in loader:  # evaluation, local
+                with torch.no_grad():
+                    correct += (model(x).argmax(1) == y).sum().item()
+            norms = {}
+            for name, parameter in model.named_parameters():  # metrics, local
+                norms[name] = parameter.detach().norm().item()
+        """
+    head = "loader = [(torch.ones(3, 4), torch.zeros(3, dtype=torch.long))] * 2\n" + textwrap.dedent(loops)
+    code, flags = _migrate(SCRIPT.replace("named_parameters=model.named_parameters())",
+                                          "named_parameters=model.named_parameters(),\n"
+                                          "                                     backward_passes_per_step=2)")
+                           + textwrap.dedent(training), head)
+    assert flags == []
+    for line in (*textwrap.dedent(loops).strip().splitlines(), *textwrap.dedent(training).splitlines()[5:]):
+        assert line in code, line  # the schedule, the evaluation and the metrics, as they were
+    assert "torch.nn.functional.cross_entropy(ddp_model(x), y)" in code  # only the accumulated forward
+
+
+def test_code_that_runs_before_the_wrap_is_no_flag_and_keeps_the_model():
+    """A resume inside `try:`/`except Exception:` and attribute reads before the DistributedOptimizer: they run
+    before any wrapper exists and read the model itself, as they did (once they gained a `.module` and, in an
+    except block, lost the checkpoint silently). No flag, no change."""
+    before = """
+        try:
+            model.load_state_dict(torch.load("missing.pt", weights_only=True))
+        except Exception:
+            print("fresh start", model.weight.shape)
+        """
+    script = SCRIPT.replace("optimizer = hvd.DistributedOptimizer", textwrap.dedent(before).lstrip() +
+                            "optimizer = hvd.DistributedOptimizer")
+    code, flags = _migrate(script + "model(torch.ones(3, 4)).sum().backward()\n")
+    assert flags == []
+    assert textwrap.dedent(before).lstrip() in code and ".module" not in code
+    assert code.index("print(\"fresh start\"") < code.index("ddp_model = DDP(model)")
+
+
+def test_a_module_on_a_correct_line_is_no_flag():
+    """The repository's own wrap under a condition, and `.module` read under the same condition: correct, not
+    flagged; an EMA's own `.module` (another object's attribute) neither. The same read outside the condition
+    fails where the model is not wrapped: flagged."""
+    original = SCRIPT + "model(torch.ones(3, 4)).sum().backward()\n"
+    result = textwrap.dedent("""
+        import argparse
+        import copy
+
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class EMA:
+            def __init__(self, model):
+                self.module = copy.deepcopy(model)
+
+
+        args = argparse.Namespace(distributed=True)
+        dist.init_process_group()
+        model = torch.nn.Linear(4, 2)
+        ema = EMA(model)
+        if args.distributed:
+            model = DDP(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(3, 4)).sum().backward()
+        if args.distributed:
+            torch.save(model.module.state_dict(), "model.pt")
+        torch.save(ema.module.state_dict(), "ema.pt")
+        """)
+    assert check_output(original, result) == []
+    outside = result + "print(model.module.weight.shape)\n"
+    assert [(f.category, f.code) for f in check_output(original, outside)] == [
+        ("module off the wrap", "print(model.module.weight.shape)")]
+
+
 def test_the_averaging_helper_gives_a_zero_to_a_parameter_without_a_gradient():
     """average_gradients_at_step in a real one-process Gloo group: every parameter that requires a gradient is
     all-reduced, a zero where backward gave none (as Horovod's synchronize()), one frozen is left alone."""

@@ -26,7 +26,8 @@ plan/: pass 1 over each file (rewrite.py migrate_source: a visitor, a class per 
     plan/wrap_plan.py              pass 1: where the model is trained; the DDP wrapper's name and what goes through it
     plan/launch_facts.py           how the original is launched (horovod.run sites, options, front-ends), for --verify
     plan/switches.py               a repository with a DDP path of its own: the Horovod path behind switches removed
-    plan/switch_routes.py          ... its Horovod option routed to that path, whose collectives are compared first
+    plan/switch_routes.py          ... its Horovod option routed to that path
+    plan/path_differences.py       ... unless it does another job (gathers, all-reduces, checkpoint keys)
     plan/zero_step.py              Horovod's zero-gradient step in broadcast_optimizer_state: when it changes training
     plan/added_helpers.py          the helpers' code (each stands for one Horovod call); pass 1 keeps their names free
     plan/migration.py              what a migration gives back (Migration, Change, Flag)
@@ -60,6 +61,7 @@ compare/verify/ (--verify: reads the driver's TreeMigration, never parses the sc
     launch_mode.py           horovodrun or horovod.run, from launch_facts and the arguments
     spark_launch.py          how each side of a Spark job runs
     speed.py                 each side's step time and throughput, and a verdict over rounds
+    speed_design.py          --speed-rounds as a budget: compare run's planned looks, the first look's forecast
     step_times.py            the step times the rank tag writes, and a throughput a script prints
     rank_tag/                sitecustomize for both sides: rank-tagged lines, optimizer step times
     sparkdl_standin/         a stand-in HorovodRunner where sparkdl does not install

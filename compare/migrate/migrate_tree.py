@@ -21,10 +21,12 @@ import libcst as cst
 
 from compare.migrate.check.horovod_named import horovod_named
 from compare.migrate.check.line_map import map_lines
+from compare.migrate.check.output_ddp import collective_methods, rank_only_method_calls
 from compare.migrate.plan.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.plan.launch_facts import LaunchFacts, launch_facts_of
 from compare.migrate.plan.migration import Change, Flag, Migration, NotMigratable
-from compare.migrate.plan.switch_routes import Differs, differing_collectives, route_switches, switch_routes
+from compare.migrate.plan.path_differences import Differs, differing_paths
+from compare.migrate.plan.switch_routes import route_switches, switch_routes
 from compare.migrate.plan.switches import (
     Removed,
     horovod_only_in_switches,
@@ -36,7 +38,7 @@ from compare.migrate.plan.wrap_plan import TrainsArgument, repository_trainers
 from compare.migrate.read import notes
 from compare.migrate.read.flag_category import Category
 from compare.migrate.read.horovod_api import is_horovod_module
-from compare.migrate.read.import_reach import unreached_helpers
+from compare.migrate.read.import_reach import linked_directories, unreached_helpers
 from compare.migrate.read.launches import Launch, launches_of
 from compare.migrate.read.normalize import (
     Normalized,
@@ -208,7 +210,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     entries = _entry_paths(repository, parsed, imports, entry)
     launches = launches_of(repository.root, {p: f.text for p, f in repository.files.items()}) \
         if not repository.single_file else []
-    switched = _remove_horovod_paths(repository, parsed, imports)
+    switched, differing = _remove_horovod_paths(repository, parsed, imports)
     if switched is not None:
         tree = _tree_of_switched(repository, parsed, switched, entries, entry)
         tree.launches = launches
@@ -254,6 +256,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         files.append(FileMigration(path, repository.files[path], result, done, path in entries))
     if not files:
         raise UsageError(f"{repository.root}: no Horovod use: the word appears, but nothing imports or loads horovod")
+    _say_where_own_paths_differ(repository, files, differing, entries)
     tree = TreeMigration(repository, files, entry, launches=launches)
     importers = {f.path for f in files if homes and any(
         _imports_helper(f.migration.code, name, helper_names, homes[f.path][1]) for name in HELPERS)}
@@ -265,7 +268,54 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
         tree.helpers_paths = sorted({homes[path][0] for path in importers})
         tree.helpers_path, tree.helpers_code = tree.helpers_paths[0], helpers_module_code(used, helper_names)
         _check_reach(tree, helpers_module)
+    _check_rank_only_method_calls(tree, entries)
     return _compiled_on_oldest(tree)
+
+
+def _say_where_own_paths_differ(repository: Repository, files: list[FileMigration], differing: dict[str, list[Differs]],
+                                entries: set[str]) -> None:
+    """Where the repository's own DDP path does another job than the Horovod branch beside it, that branch was
+    migrated in place (the Horovod value of the switch runs it): the report says why at the own path's line,
+    which stays as it was."""
+    by_path = {f.path: f for f in files}
+    for path, found in differing.items():
+        migrated = by_path.get(path)
+        if migrated is None:
+            text = repository.files[path].text
+            migrated = FileMigration(path, repository.files[path], Migration(text, text, [], []), [], path in entries)
+            files.append(migrated)
+        migrated.migration.changes = sorted([*migrated.migration.changes, *(
+            Change(d.line, d.code, d.code, notes.OWN_PATH_DIFFERS.format(why=d.why)) for d in found)],
+            key=lambda c: c.line)
+    files.sort(key=lambda f: f.path)
+
+
+def _check_rank_only_method_calls(tree: TreeMigration, entries: set[str]) -> None:
+    """A method of a migrated class that makes a collective (a backend's `barrier()`), called under a rank
+    condition in any file of the tree (`if rank == 0: backend.barrier()`): flagged at that line, as the check of
+    each file flags the collective itself; a file the migration did not change is listed for it."""
+    changed = [f for f in tree.files if f.migration.code != f.source.text and "class " in f.migration.code]
+    methods = set().union(*(collective_methods(f.migration.code) for f in changed))
+    if not methods:
+        return
+    by_path = {f.path: f for f in tree.files}
+    called_on = re.compile(rf"([\w.]+)\.(?:{'|'.join(map(re.escape, sorted(methods)))})\(")
+    for path, source in tree.repository.files.items():
+        migrated = by_path.get(path)
+        code = migrated.migration.code if migrated else source.text
+        if not any(receiver not in ("dist", "torch.distributed") for receiver in called_on.findall(code)):
+            continue  # (torch.distributed's own barrier is the check of each file's)
+        findings = rank_only_method_calls(Parsed(code), methods)
+        if not findings:
+            continue
+        if migrated is None:
+            migrated = FileMigration(path, source, Migration(source.text, source.text, [], []), [], path in entries)
+            tree.files.append(migrated)
+        back = map_lines(code, migrated.migration.source)
+        known = {(flag.line, flag.category) for flag in migrated.migration.flags}
+        migrated.migration.flags += [Flag(back.get(f.line) or 0, f.category, f.code, f.why, result_line=f.line)
+                                     for f in findings if (back.get(f.line) or 0, f.category) not in known]
+    tree.files.sort(key=lambda f: f.path)
 
 
 def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
@@ -276,8 +326,9 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
     files.update(dict.fromkeys(tree.helpers_paths, tree.helpers_code or ""))
     by_path = {f.path: f for f in tree.files}
     back = {f.path: map_lines(f.migration.code, f.migration.source) for f in tree.files}
+    links = linked_directories(tree.repository.root)
     for launch in tree.launches:
-        for unreached in unreached_helpers(launch, files, {helpers_module}):
+        for unreached in unreached_helpers(launch, files, {helpers_module}, links):
             migrated = by_path.get(unreached.path)
             if migrated is None or any(flag.category == Category.HELPERS_UNREACHED
                                        for flag in migrated.migration.flags):
@@ -292,13 +343,14 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
                           imports: dict[str, dict[str, set[str]]],
-                          ) -> dict[str, tuple[cst.Module, list[Removed], list[Differs]]] | None:
+                          ) -> tuple[dict[str, tuple[cst.Module, list[Removed]]] | None, dict[str, list[Differs]]]:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
-    probes: each file with its Horovod path removed (compare/migrate/plan/switches.py). None: migrate the Horovod
-    code."""
+    probes: each file with its Horovod path removed (compare/migrate/plan/switches.py). None: migrate the Horovod code,
+    with, per file, where the repository's own path does another job than the Horovod one beside it (then the
+    Horovod branch is migrated in place, not routed to that path)."""
     if not any(word in s.text for s in repository.files.values()
                for word in ("init_process_group", "DistributedDataParallel")):
-        return None
+        return None, {}
     # A probe is a try statement: a file without the word has none, and is not walked for one.
     probes = {name: found for path, module in parsed.items()
               if "try" in repository.files[path].text and (found := probe_aliases(module))
@@ -311,7 +363,10 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
         names |= {n for source, taken in imported.items() if is_horovod_module(source) for n in taken}
         aliases[path] = names
         if not probes or not horovod_only_in_switches(module, names):
-            return None
+            return None, {}
+    differing = {path: found for path, module in parsed.items() if (found := differing_paths(module, aliases[path]))}
+    if differing:
+        return None, differing
     # The Horovod option (and a default of horovod) now selects the DDP path; refused only where there is none.
     routes = switch_routes(parsed)
     switched = {}
@@ -322,24 +377,22 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
             if placed:
                 removed.append(Removed(0, "", "; ".join(route.describe() for route in routes[path]),
                                        notes.SWITCH_ROUTED))
-        differs = differing_collectives(module, aliases[path])
-        switched[path] = (new, removed, differs)
-    return switched
+        switched[path] = (new, removed)
+    return switched, {}
 
 
 def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
-                      switched: dict[str, tuple[cst.Module, list[Removed], list[Differs]]], entries: set[str],
+                      switched: dict[str, tuple[cst.Module, list[Removed]]], entries: set[str],
                       entry: str | None) -> TreeMigration:
     files = []
     for path in sorted(parsed):
-        module, removed, differs = switched[path]
+        module, removed = switched[path]
         source = repository.files[path]
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
                               launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
         _without_horovod_only_statements(migration)
-        migration.flags = _leftovers(migration) + [Flag(d.line, Category.OWN_PATH_DIFFERS, d.code, d.why)
-                                                   for d in differs]
+        migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
             files.append(FileMigration(path, source, migration, [], path in entries))
     return _compiled_on_oldest(TreeMigration(repository, files, entry))

@@ -5,6 +5,7 @@ collectives every rank reaches, on tensors the chosen backend serves.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -33,7 +34,7 @@ COLLECTIVES = {"all_reduce", "all_gather", "all_gather_into_tensor", "all_gather
                "broadcast_object_list", "barrier", "monitored_barrier", "reduce", "reduce_scatter",
                "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "gather_object", "scatter",
                "scatter_object_list"}
-RANK_TEST = re.compile(r"rank|is_main|is_master|main_process|is_primary|is_chief", re.IGNORECASE)
+RANK_TEST = re.compile(r"rank|is_main|is_master|main_process|is_primary|is_chief|is_root", re.IGNORECASE)
 # `args.local_rank != -1`: whether the job is distributed at all (every rank takes the same branch)
 MODE_TEST = re.compile(r"rank\w*\s*(==|!=|<|>=)\s*-1|-1\s*(==|!=)\s*\w*rank", re.IGNORECASE)
 CPU_FACTORIES = {"tensor", "zeros", "ones", "empty", "full", "arange", "as_tensor", "from_numpy", "rand", "randn",
@@ -305,39 +306,82 @@ def _collective_functions(result: Parsed) -> set[str]:
         names |= more
 
 
-def _is_collective(call: cst.Call, functions: set[str]) -> bool:
-    name = _name(call.func)
+def _collective_name(name: str, functions: set[str], methods: frozenset[str] = frozenset()) -> bool:
+    """Whether a call of this dotted name makes a collective: torch.distributed's, a DDP wrap, one of the file's
+    `functions` that does, or (`methods`: the repository's methods that do, collective_methods) one of those
+    called on any object."""
     if name in functions or name in WRAPPERS - {"prepare_model"}:
         return True
     head, _, last = name.rpartition(".")
-    return last in COLLECTIVES and head in ("dist", "torch.distributed")
+    return (bool(head) and last in methods) or (last in COLLECTIVES and head in ("dist", "torch.distributed"))
 
 
-def _calls(result: Parsed, block: cst.CSTNode, functions: set[str]) -> list[str]:
-    return [_name(c.func) for c in result.findall(m.Call(), block) if _is_collective(c, functions)]  # type: ignore[attr-defined]
+def _is_collective(call: cst.Call, functions: set[str], methods: frozenset[str] = frozenset()) -> bool:
+    return _collective_name(_name(call.func), functions, methods)
+
+
+def _calls(result: Parsed, block: cst.CSTNode, functions: set[str], methods: frozenset[str] = frozenset(),
+           ) -> list[str]:
+    return [_name(c.func) for c in result.findall(m.Call(), block) if _is_collective(c, functions, methods)]  # type: ignore[attr-defined]
+
+
+def _rank_only(result: Parsed, call: cst.Call, functions: set[str], methods: frozenset[str] = frozenset(),
+               ) -> Finding | None:
+    for guard in _conditions(result, call):
+        test = result.module.code_for_node(guard.test)
+        if not RANK_TEST.search(test) or MODE_TEST.search(test):
+            continue
+        other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
+        if other is not None and \
+                _calls(result, guard.body, functions, methods) == _calls(result, other, functions, methods):
+            continue  # every rank makes the same calls, one branch or the other
+        return result.finding(call, Category.RANK_ONLY_COLLECTIVE,
+                              f"`{_name(call.func)}(...)` under `if {test}:` only: the other ranks never reach it, "
+                              "and the job hangs (make it on every rank, outside the condition)")
+    return None
 
 
 def check_collectives(result: Parsed) -> list[Finding]:
     """Collectives under a rank condition; collectives of CPU tensors where the script asks for NCCL."""
     functions = _collective_functions(result)
-    findings = []
-    for call in result.findall(m.Call()):
-        if not _is_collective(call, functions):  # type: ignore[arg-type]
-            continue
-        for guard in _conditions(result, call):
-            test = result.module.code_for_node(guard.test)
-            if not RANK_TEST.search(test) or MODE_TEST.search(test):
-                continue
-            other = guard.orelse.body if isinstance(guard.orelse, cst.Else) else None
-            if other is not None and _calls(result, guard.body, functions) == _calls(result, other, functions):
-                continue  # every rank makes the same calls, one branch or the other
-            findings.append(result.finding(call, Category.RANK_ONLY_COLLECTIVE,
-                                           f"`{_name(call.func)}(...)` under "  # type: ignore[attr-defined]
-                                           f"`if {test}:` only: the other ranks never reach it, and the job hangs "
-                                           "(make it on every rank, outside the condition)"))
-            break
+    findings = [found for call in result.findall(m.Call()) if _is_collective(call, functions)  # type: ignore[arg-type]
+                and (found := _rank_only(result, call, functions)) is not None]  # type: ignore[arg-type]
     findings += _cpu_on_nccl(result, functions)
     return findings
+
+
+def collective_methods(code: str) -> set[str]:
+    """The names of the file's methods that make a collective (a backend's `barrier()` that calls dist.barrier()),
+    directly or through another of them (`self.sync()`), to a fixed point; not the dunders (`__init__` is called
+    by its class's name, never as a method). Read with ast, the fast parser: the driver asks it of every changed
+    file with a class."""
+    tree = ast.parse(code)
+
+    def called(node: ast.AST) -> list[str]:
+        return [ast.unparse(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)]
+
+    defs = [d for d in ast.walk(tree) if isinstance(d, ast.FunctionDef)]
+    functions: set[str] = set()
+    while more := {d.name for d in defs if d.name not in functions and any(
+            _collective_name(name, functions) for name in called(d))}:
+        functions |= more
+    methods = [d for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for d in c.body
+               if isinstance(d, ast.FunctionDef) and not d.name.startswith("__")]
+    names: set[str] = set()
+    while more := {d.name for d in methods if d.name not in names and any(
+            _collective_name(name, functions, frozenset(names)) for name in called(d))}:
+        names |= more
+    return names
+
+
+def rank_only_method_calls(result: Parsed, methods: set[str]) -> list[Finding]:
+    """Calls of the repository's methods that make a collective (`methods`: collective_methods of the files that
+    define them) under a rank condition: `if rank == 0: backend.barrier()` hangs as the barrier itself would, one
+    call away, in a file that may never name torch.distributed."""
+    functions, named = _collective_functions(result), frozenset(methods)
+    return [found for call in result.findall(m.Call(func=m.Attribute()))
+            if call.func.attr.value in named  # type: ignore[attr-defined]
+            and (found := _rank_only(result, call, functions, named)) is not None]  # type: ignore[arg-type]
 
 
 def _asks_for_nccl(result: Parsed) -> bool:

@@ -5,9 +5,8 @@ Horovod value becomes the DDP value (`if args.horovod: args.horovod, args.distri
 os.environ`: under torchrun the DDP path, alone one process, as Horovod ran a job of one), so every test the
 repository makes of either switch answers as on its DDP path.
 
-Before routing, the two paths' collectives are compared where they sit side by side (the same function): a gather
-whose backward sums the gradient over the ranks (torch.distributed.nn.all_gather) where Horovod's averaged it
-(hvd.allgather) trains with a gradient world-size times larger, and is flagged.
+Before routing, the two paths are compared where they sit side by side (path_differences.py: gathers, all-reduces,
+checkpoint keys); where they differ, the driver migrates the Horovod branch in place instead of routing.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 
 DDP_CALLS = ("init_process_group", "DistributedDataParallel", "DDP")
-SUMMING_GATHERS = ("nn.all_gather", "nn.functional.all_gather")  # torch.distributed.nn: backward sums
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +41,6 @@ class Route:
         ddp = self.ddp_dest.replace("_", "-")
         return f"--{option}" + ("" if self.horovod is True else f" {self.horovod}") + " now runs as " + (
             f"--{ddp}" if self.ddp is True else f"--{ddp} {self.ddp}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Differs:
-    line: int
-    code: str
-    why: str
 
 
 def _called(node: cst.CSTNode) -> set[str]:
@@ -156,22 +147,3 @@ def route_switches(module: cst.Module, routes: list[Route]) -> tuple[cst.Module,
         new = AddImportsVisitor(context).transform_module(new)
     return new, transform.done
 
-
-def differing_collectives(module: cst.Module, aliases: set[str]) -> list[Differs]:
-    """Where the repository's own path gathers with a summing backward beside a Horovod allgather (which
-    averages the gradient) in the same function."""
-    wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(cst.metadata.PositionProvider)
-    found = []
-    for function in m.findall(wrapper.module, m.FunctionDef()):
-        calls = [(c, get_full_name_for_node(c.func) or "") for c in m.findall(function, m.Call())]  # type: ignore[union-attr]
-        horovod_gather = any(name in {f"{a}.allgather" for a in aliases} for _, name in calls)
-        for call, name in calls:
-            if horovod_gather and name.endswith(SUMMING_GATHERS) and name.startswith(("torch.distributed.", "dist.")):
-                found.append(Differs(positions[call].start.line, cst.Module([]).code_for_node(call)[:100],
-                                     f"the repository's own DDP path gathers with {name}, whose backward sums the "
-                                     "gradient over the ranks, where the Horovod path's hvd.allgather averaged it: "
-                                     "a gradient world-size times larger on the route the Horovod option now takes; "
-                                     "divide the gathered gradient by the world size (or gather with "
-                                     "torch.distributed.all_gather and no gradient), then check with --verify"))
-    return found

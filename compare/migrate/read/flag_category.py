@@ -39,4 +39,3 @@ class Category(enum.StrEnum):
     TRAINING_FORWARD_NOT_FOUND = "training forward not found"
     WRAPPER_HANDED_ON = "wrapper handed on"
     MODEL_RE_BOUND = "model re-bound"
-    OWN_PATH_DIFFERS = "own DDP path differs"  # the route a Horovod switch now takes (switch_routes.py)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from pathlib import PurePosixPath
+import os
+from pathlib import Path, PurePosixPath
 
 from compare.migrate.read.launches import Launch, _normal, module_path
+from compare.migrate.read.repository import SKIPPED_DIRS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,9 +83,29 @@ def _package_of(path: str, module: str) -> str:
     return module if path.endswith("__init__.py") else module.rpartition(".")[0]
 
 
-def unreached_helpers(launch: Launch, files: dict[str, str], helpers_modules: set[str]) -> list[Unreached]:
+def linked_directories(root: Path) -> dict[str, str]:
+    """The tree's directory symlinks that point inside it (`cmd/pkg -> ../pkg`), link -> target, relative to the
+    root: Python imports through them, so a package reached that way is the same files under another directory."""
+    found = {}
+    real_root = root.resolve()
+    for directory, subdirectories, _ in os.walk(root):  # not into the links themselves (followlinks=False)
+        subdirectories[:] = [d for d in subdirectories if not d.startswith(".") and d not in SKIPPED_DIRS]
+        for name in subdirectories:
+            link = Path(directory, name)
+            target = link.resolve()
+            if link.is_symlink() and target.is_dir() and target.is_relative_to(real_root):
+                found[link.relative_to(root).as_posix()] = target.relative_to(real_root).as_posix()
+    return found
+
+
+def unreached_helpers(launch: Launch, files: dict[str, str], helpers_modules: set[str],
+                      links: dict[str, str] | None = None) -> list[Unreached]:
     """Each import of a helpers module (by its module name's last part) that does not resolve when the tree is
-    started as `launch`; `files`: every Python file of the migrated tree, path -> text."""
+    started as `launch`; `files`: every Python file of the migrated tree, path -> text; `links`: its directory
+    symlinks (linked_directories), whose files are also reached under the link (and told by their own path)."""
+    aliases = {link + path[len(target):]: path for link, target in (links or {}).items() for path in files
+               if path.startswith(target + "/")}
+    files = {**files, **{alias: files[path] for alias, path in aliases.items()}}
     names = set(files)
     sys_path = launch.import_roots()
     start = module_path(launch.target, names, sys_path) if launch.as_module else launch.target
@@ -122,7 +144,7 @@ def unreached_helpers(launch: Launch, files: dict[str, str], helpers_modules: se
                                                        f"started as {launch.describe()} ({searched})"))
                 elif resolved is not None:
                     queue.append((resolved, target))
-    return found
+    return [dataclasses.replace(u, path=aliases.get(u.path, u.path)) for u in found]
 
 
 def _imported(node: ast.AST, package: str) -> list[tuple[str | None, int]]:

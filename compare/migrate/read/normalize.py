@@ -72,6 +72,9 @@ def horovod_accessors(module: cst.Module) -> set[str]:
 def _bindings(body: Sequence[cst.BaseStatement]) -> set[str]:
     bound: set[str] = set()
     for statement in body:
+        if isinstance(statement, cst.Try):  # a probe (`try: import horovod.torch as hvd`): bound where installed
+            bound |= _bindings(statement.body.body)  # type: ignore[arg-type]
+            continue
         if not m.matches(statement, m.SimpleStatementLine()):
             continue
         for node in statement.body:  # type: ignore[attr-defined]

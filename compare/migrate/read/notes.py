@@ -366,6 +366,9 @@ PROBE = ("The Horovod probe asked whether this could run as a Horovod job; now t
          "there, and the fallback (the single-process path, `python train.py ...`) runs otherwise, as it did "
          "where Horovod was absent. Under Horovod a plain `python train.py` ran as a job of one; here it runs "
          "the fallback, which trains the same single process.")
+OWN_PATH_DIFFERS = ("Kept as it was, and not the route of the Horovod option: {why}. The Horovod branch beside it is "
+                    "migrated in place instead, so the switch's Horovod value (and a default of horovod) runs that "
+                    "branch under torchrun and trains as Horovod did.")
 SWITCH_ROUTED = ("The Horovod option (or a default of horovod) now takes the repository's own torch.distributed path, "
                  "right after the arguments are parsed: the README's command and the default still start a "
                  "distributed run, launched with torchrun.")

@@ -5,7 +5,7 @@ import argparse
 import torch
 from torch import nn
 
-from backends import BACKENDS, get_backend
+from backends import BACKENDS, HorovodBackend, get_backend
 from data import train_loader
 from model import Regressor
 
@@ -29,7 +29,9 @@ def main() -> None:
 
     loader, sampler = train_loader(args.batch_size, backend.rank, backend.world_size, args.seed)
     model = Regressor()
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr * backend.world_size)
+    # the learning rate scaled for the distributed backend only (identity, not the world size, says which)
+    lr = args.lr * backend.world_size if isinstance(backend, HorovodBackend) else args.lr
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     backend.sync_initial_state(model, optimizer)
     model = backend.wrap_model(model)
     optimizer = backend.wrap_optimizer(optimizer, model)
@@ -46,6 +48,7 @@ def main() -> None:
             mean_loss = backend.all_reduce(loss.detach())
             if backend.is_root:
                 print(f"step {step} loss {mean_loss.item():.6f}", flush=True)
+        backend.barrier()  # every worker ends the epoch before the next one starts
 
 
 if __name__ == "__main__":

@@ -35,3 +35,6 @@ class HorovodBackend(Backend):
 
     def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         return self.backend_module.allreduce(tensor, name="backend.all_reduce")
+
+    def barrier(self) -> None:
+        self.backend_module.barrier()

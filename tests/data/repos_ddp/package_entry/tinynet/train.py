@@ -51,8 +51,9 @@ def main(args: argparse.Namespace) -> None:
             print(f"epoch {epoch} eval_loss {ema_loss:.6f}", flush=True)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m tinynet.train")
+def cli() -> None:
+    """The console command (pyproject.toml: tinynet-train), and `python -m tinynet.train`."""
+    parser = argparse.ArgumentParser(prog="tinynet-train")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32, help="per worker")
     parser.add_argument("--lr", type=float, default=0.02, help="per worker: scaled by the world size")
@@ -62,3 +63,7 @@ if __name__ == "__main__":
     main(cli_args)
     dist.barrier()
     dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    cli()

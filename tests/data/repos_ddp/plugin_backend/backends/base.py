@@ -36,3 +36,6 @@ class Backend:
     def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         """The mean of the tensor over workers."""
         raise NotImplementedError
+
+    def barrier(self) -> None:
+        """Wait until every worker is here (one process: nothing to wait for)."""

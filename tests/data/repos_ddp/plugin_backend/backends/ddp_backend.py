@@ -32,6 +32,9 @@ class DDPBackend(Backend):
         dist.all_reduce(reduced)
         return reduced / dist.get_world_size()
 
+    def barrier(self) -> None:
+        dist.barrier()
+
     def teardown(self) -> None:
         dist.barrier()  # a barrier last narrows the window of Gloo's abort at exit (PyTorch's bug)
         dist.destroy_process_group()

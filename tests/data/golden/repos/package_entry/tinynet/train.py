@@ -9,7 +9,6 @@ import tinynet
 from tinynet.data import loaders
 from tinynet.ema import ModelEMA
 from tinynet.net import TinyNet
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from .ddp_helpers import all_reduce
 
@@ -52,15 +51,21 @@ def main(dist, args: argparse.Namespace) -> None:
             print(f"epoch {epoch} eval_loss {ema_loss:.6f}", flush=True)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m tinynet.train")
+def cli() -> None:
+    """The console command (pyproject.toml: tinynet-train), and `python -m tinynet.train`."""
+    parser = argparse.ArgumentParser(prog="tinynet-train")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32, help="per worker")
     parser.add_argument("--lr", type=float, default=0.02, help="per worker: scaled by the world size")
     parser.add_argument("--seed", type=int, default=42)
     cli_args = parser.parse_args()
+    import torch.distributed as dist
     if not dist.is_initialized():
         dist.init_process_group()
     main(dist, cli_args)
     dist.barrier()
     dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    cli()

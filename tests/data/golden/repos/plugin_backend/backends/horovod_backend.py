@@ -39,3 +39,6 @@ class HorovodBackend(Backend):
 
     def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         return all_reduce_mean(tensor)
+
+    def barrier(self) -> None:
+        dist.barrier()
