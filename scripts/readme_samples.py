@@ -90,6 +90,9 @@ SAMPLES: dict[str, Sample] = {
         ["python -m compare run --workload digits --np 2 --seeds 0,1 --repeats 0 --reference off "
          "--epochs 4 --batch-size 16 --target eval_accuracy=0.8 --target eval_loss=0.001 --out results/target"],
         launches=True, stored=["results/target/report.json", "results/target/comparison.json"]),
+    "design-half-widths": Sample(
+        "docs/benchmarks.md", ["python scripts/speed_error_rates.py --half-widths"],
+        copies={"scripts/speed_error_rates.py": "scripts/speed_error_rates.py"}),
     "bench": Sample(
         "docs/benchmarks.md", ["python -m compare bench --out results/bench", "cat results/bench/bench.md"],
         launches=True, stored=["results/bench/bench.json"]),
@@ -234,6 +237,7 @@ def copy_inputs(sample: Sample, scratch: Path) -> None:
         if (ROOT / source).is_dir():
             shutil.copytree(ROOT / source, scratch / target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (scratch / target).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / source, scratch / target)
 
 

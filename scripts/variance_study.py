@@ -42,7 +42,7 @@ from compare.analysis.timing import launch_median, settled_warmup, window_steps 
 from compare.launch.scheduling import LocalScheduler  # noqa: E402
 from workload.files import write_atomic, write_json_atomic  # noqa: E402
 from workload.options import Options  # noqa: E402
-from workload.trainer import steps_per_epoch  # noqa: E402
+from workload.step_plan import steps_per_epoch  # noqa: E402
 from workload.workloads import WORKLOADS  # noqa: E402
 
 # name -> what differs from the default job of `compare run`: options, environment, a prefix to the launch line

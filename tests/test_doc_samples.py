@@ -241,7 +241,6 @@ COMPUTED_ELSEWHERE = {
 # set-up's times (a fresh machine). Each is the page and the table's first line; the list may only shrink.
 NOT_YET_SAMPLES = {
     ("docs/setup.md", "| step | the first set-up, `EXTRAS=ray,spark` | again, no extras, Horovod's wheel cached |"),
-    ("docs/benchmarks.md", "| rounds | 4 | 6 | 8 | 10 | 12 |"),  # computed (group_sequential.py), printed by nothing
     ("docs/fault-tolerance.md", "| launcher | scenario | jobs | outcomes | median s | max s | left processes |"),
     ("docs/parity.md", "| workload | one-ulp pair, bf16 | band there | headroom | 5% lr change from step 40 |"),
     ("docs/parity.md", "| workload, np | one-ulp pairs vs `STEP_RTOL` (steps 1-20) | one-ulp pairs vs the defa"),

@@ -21,20 +21,20 @@ def test_horovod_run_steps_within_noise_of_horovodrun(tmp_path, horovod_built):
     # Horovod 0.28.1's runner has `self.cycle_time_ms = None,` (a trailing comma): horovod.run handed its
     # workers HOROVOD_CYCLE_TIME="(None,)" and HOROVOD_CACHE_CAPACITY="(None,)", which Horovod reads as 0: a
     # busy background loop and no response cache, steps 10x slower than under horovodrun at np 2.
-    # scripts/patch-horovod.sh removes the commas. Launches interleaved, medians pooled: the machine is shared.
+    # scripts/patch-horovod.sh removes the commas. The handed values are the check; the step times, of one
+    # adjacent pair (the machine is shared), show the 10x, far outside the 2.5 allowed.
     job = [*JOB[:2], "--steps", "60", "--batch-size", "16", "--dataset-size", "2048", "--seed", "3"]
     times: dict[str, list[float]] = {"horovod.run": [], "horovodrun": []}
-    for number, order in enumerate((("horovodrun", "horovod.run"), ("horovod.run", "horovodrun"))):
-        for launcher in order:
-            out = tmp_path / f"{launcher}-{number}"
-            if launcher == "horovod.run":
-                ok(run([sys.executable, "-m", "hvd_impl", "--spawn", "2", *job, "--out", str(out)]))
-            else:
-                ok(horovodrun(2, "gloo", *job, "--out", str(out)))
-            env = read_meta(out)["env"]
-            for name in ("HOROVOD_CYCLE_TIME", "HOROVOD_CACHE_CAPACITY"):
-                assert env.get(name) != "(None,)", f"{launcher} handed its workers {name}={env[name]}"
-            times[launcher] += [step["step_time_s"] for step in read_steps(out)[5:]]
+    for launcher in ("horovodrun", "horovod.run"):
+        out = tmp_path / launcher
+        if launcher == "horovod.run":
+            ok(run([sys.executable, "-m", "hvd_impl", "--spawn", "2", *job, "--out", str(out)]))
+        else:
+            ok(horovodrun(2, "gloo", *job, "--out", str(out)))
+        env = read_meta(out)["env"]
+        for name in ("HOROVOD_CYCLE_TIME", "HOROVOD_CACHE_CAPACITY"):
+            assert env.get(name) != "(None,)", f"{launcher} handed its workers {name}={env[name]}"
+        times[launcher] += [step["step_time_s"] for step in read_steps(out)[5:]]
     ratio = statistics.median(times["horovod.run"]) / statistics.median(times["horovodrun"])
     assert ratio < 2.5, f"horovod.run steps {ratio:.1f}x slower than horovodrun"
 

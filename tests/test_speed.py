@@ -396,7 +396,6 @@ def test_model_size_sweep(tmp_path):
     assert "the ratio" in (out / "sweep.md").read_text()
 
 
-@pytest.mark.slow
 def test_sweep_and_repeats_refuse_bad_input(tmp_path):
     for args, message in ((["--repeats", "-1"], "--repeats must be 0 or more"),
                           (["--sweep-model-size", "--workload", "digits"], "sweeps the mlp workload"),

@@ -156,7 +156,6 @@ def test_timed_speed_rounds_and_an_aa_twin_through_the_launchers(tmp_path):
     assert "A/A check at np 1, DDP against DDP" in result.stdout and "the twin is slower" in result.stdout
 
 
-@pytest.mark.slow
 def test_timed_and_aa_options_refuse_bad_input(tmp_path):
     for args, message in ((["--timed-seconds", "-1"], "--timed-seconds must be 0 or a positive"),
                           (["--aa", "horovod", "--frameworks", "ddp"], "--aa horovod: not one of --frameworks"),

@@ -24,6 +24,7 @@ from workload.faults import forget_earlier_job, inject_fault
 from workload.options import Options
 from workload.record import RunRecorder
 from workload.record_format import seed_directory
+from workload.step_plan import planned_steps, steps_per_epoch
 from workload.workloads import load_workload, with_batch_norm
 
 # Per-step values gathered from every rank: the loss is averaged, the times take the slowest rank.
@@ -94,24 +95,6 @@ def all_hosts(backend: Backend) -> list[str]:
     mine = torch.zeros(1, width, dtype=torch.uint8)
     mine[0, : len(name)] = torch.tensor(list(name), dtype=torch.uint8)
     return [bytes(row.tolist()).rstrip(b"\0").decode(errors="replace") for row in backend.allgather(mine)]
-
-
-def steps_per_epoch(options: Options, train_samples: int, num_replicas: int) -> int:
-    """As DistributedSampler(drop_last=True) and DataLoader(drop_last=True) count them; one optimizer
-    step takes accum_steps micro-batches."""
-    return train_samples // num_replicas // options.batch_size // options.accum_steps
-
-
-def planned_steps(options: Options, train_samples: int, num_replicas: int) -> int:
-    per_epoch = steps_per_epoch(options, train_samples, num_replicas)
-    if per_epoch <= (num_replicas - 1 if options.uneven_inputs else 0):
-        micro = f" x {options.accum_steps} micro-batches" if options.accum_steps > 1 else ""
-        uneven = " (uneven inputs take one step more from each further rank)" if options.uneven_inputs else ""
-        raise UsageError(
-            f"workload {options.workload!r} has {train_samples} training samples: {num_replicas} workers "
-            f"x batch {options.batch_size}{micro} leaves no full batch per worker{uneven}")
-    total = options.epochs * per_epoch
-    return min(total, options.steps) if options.steps is not None else total
 
 
 @dataclass

@@ -139,7 +139,7 @@ def run_matrix(ns: argparse.Namespace) -> int:
 
 def past_one_epoch(base: Options, steps: int) -> int:
     """Steps that take an uneven-inputs run through its first join and into the second epoch."""
-    from workload.trainer import steps_per_epoch
+    from workload.step_plan import steps_per_epoch
     from workload.workloads import WORKLOADS
 
     data = WORKLOADS[base.workload].make_data(base.dataset_size, base.text_dir)

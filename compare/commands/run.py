@@ -43,8 +43,7 @@ from compare.render.speed import stop_line
 from workload.errors import UsageError
 from workload.files import write_json_atomic
 from workload.options import ONE_SIDED, Options, check_writable, options_from_namespace, validate
-from workload.trainer import planned_steps, steps_per_epoch
-from workload.workloads import WORKLOADS
+from workload.step_plan import planned_steps, steps_per_epoch
 
 STARTUP_GUESS_S = 4.0  # the least a launch takes before its first step (docs/benchmarks.md: 4.2-6.9 s)
 STEP_GUESS_S = 0.002  # a fast step of the default job
@@ -127,6 +126,8 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
         raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
     sequential = sequential_design_wanted(ns)
     world_sizes = tuple(sorted(set(ns.np)))
+    from workload.workloads import WORKLOADS  # imports torch: here, so that bad options are refused in a second
+
     comparison = ComparisonPlan(
         analysis=analysis or analysis_settings(ns), targets=targets, tuning=tuning, private_network=private,
         reference_skipped=cannot[0] if cannot and reference else None, launches=(), options=options,
