@@ -361,9 +361,10 @@ def to_argv(options: Options, *, out: Path, seeds: tuple[int, ...]) -> list[str]
 
 
 def validate(options: Options) -> None:
-    """Each option's own check, in the order of the fields; those need no data and no world size. Raises
+    """Each option's own check, in the order of the fields, the workload's last (loading it imports torch, a
+    second that a mistyped number should not wait for); those need no data and no world size. Raises
     UsageError with one line."""
-    for name, spec in SPECS.items():
+    for name, spec in sorted(SPECS.items(), key=lambda item: item[1].check is _loadable):
         value = getattr(options, name)
         if spec.check is not None and value is not None and (problem := spec.check(flag(name), value, options)):
             raise UsageError(problem)
