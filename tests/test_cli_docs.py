@@ -236,15 +236,16 @@ def test_the_torch_pin_follows_torch_version():
 def test_the_migration_reports_check_line_runs_as_written(script, partial):
     """The report's "Check it" command keeps the output the user chose and, where flags remain, --allow-partial
     (without it --verify stops at exit 6), and it parses."""
-    from compare.migrate import migrate_source
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.read.repository import Repository
     from compare.migrate.report.migration_report import render
 
-    migration = migrate_source((ROOT / script).read_text(encoding="utf-8"))
-    assert bool(migration.flags) == partial
-    report = render(migration, script, "out/train_ddp.py")
-    line = re.search(r"`(python -m compare migrate [^`]*)`", report.split("## Check it", 1)[1]).group(1)
-    assert f"migrate {script} -o out/train_ddp.py --force" in line and line.endswith("--verify")
-    assert ("--allow-partial" in line) == partial
+    tree = migrate_tree(Repository.read(ROOT / script))
+    assert bool(tree.flags) == partial
+    report = render(tree, script, "out/train_ddp.py")
+    line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", report.split("## Check it", 1)[1]).group(1)
+    assert f"migrate {script} -o out/train_ddp.py --force --verify" in line and "--entry" not in line
+    assert line.endswith("--allow-partial") if partial else line.endswith("--verify")
     assert unknown_compare_flags(words(line)[3:]) == set()
 
 
@@ -254,11 +255,11 @@ def test_a_repository_reports_check_line_has_no_placeholder(given):
     where they go and which options the entry point takes (it ended in a literal `-- ARGS...`)."""
     from compare.migrate.migrate_tree import migrate_tree
     from compare.migrate.read.repository import Repository
-    from compare.migrate.report.tree_report import render_tree
+    from compare.migrate.report.migration_report import render
 
     repo = "examples/repos/trainer_class"
     tree = migrate_tree(Repository.read(ROOT / repo))
-    section = render_tree(tree, repo, "out", script_args=list(given) or None).split("## Check it", 1)[1]
+    section = render(tree, repo, "out", script_args=list(given) or None).split("## Check it", 1)[1]
     line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", section).group(1)
     assert "ARGS" not in section and unknown_compare_flags(words(line)[3:]) == set()
     assert line.endswith(" -- --epochs 1") if given else "--" not in line.split()
