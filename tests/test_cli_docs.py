@@ -265,3 +265,27 @@ def test_a_repository_reports_check_line_has_no_placeholder(given):
     assert line.endswith(" -- --epochs 1") if given else "--" not in line.split()
     options = sorted(re.findall(r'add_argument\("(--[\w-]+)"', (ROOT / repo / "train.py").read_text()))
     assert options and (f"(it takes {', '.join(f'`{o}`' for o in options)})" in section) != bool(given)
+
+
+@pytest.mark.parametrize("as_repository", [False, True])
+def test_one_report_for_a_script_and_a_repository_of_it(tmp_path, as_repository):
+    """A script and a repository holding it get the one renderer's report: what only a script's said before
+    (SyncBatchNorm cannot run on CPU, so the command asks for --device cuda) a repository's says too, and what only
+    a repository's said (its files, --entry) a script's does not."""
+    import shutil
+
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.read.repository import Repository
+    from compare.migrate.report.migration_report import render
+
+    script = tmp_path / "repo" / "train.py"
+    script.parent.mkdir()
+    shutil.copy(ROOT / "examples" / "horovod_scripts" / "sync_batchnorm.py", script)
+    tree = migrate_tree(Repository.read(script.parent if as_repository else script), entry="train.py"
+                        if as_repository else None)
+    report = render(tree, str(script.parent if as_repository else script), "out")
+    assert "Runs on CPU: **no** (SyncBatchNorm needs GPUs on both sides)." in report
+    line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", report.split("## Check it", 1)[1]).group(1)
+    assert "--device cuda" in line and unknown_compare_flags(words(line)[3:]) == set()
+    assert ("--entry train.py" in line) == as_repository and ("### `train.py`" in report) == as_repository
+    assert report.index("## Needs a person") < report.index("## Changes") < report.index("## Check it")
