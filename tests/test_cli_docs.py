@@ -236,15 +236,16 @@ def test_the_torch_pin_follows_torch_version():
 def test_the_migration_reports_check_line_runs_as_written(script, partial):
     """The report's "Check it" command keeps the output the user chose and, where flags remain, --allow-partial
     (without it --verify stops at exit 6), and it parses."""
-    from compare.migrate import migrate_source
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.read.repository import Repository
     from compare.migrate.report.migration_report import render
 
-    migration = migrate_source((ROOT / script).read_text(encoding="utf-8"))
-    assert bool(migration.flags) == partial
-    report = render(migration, script, "out/train_ddp.py")
-    line = re.search(r"`(python -m compare migrate [^`]*)`", report.split("## Check it", 1)[1]).group(1)
-    assert f"migrate {script} -o out/train_ddp.py --force" in line and line.endswith("--verify")
-    assert ("--allow-partial" in line) == partial
+    tree = migrate_tree(Repository.read(ROOT / script))
+    assert bool(tree.flags) == partial
+    report = render(tree, script, "out/train_ddp.py")
+    line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", report.split("## Check it", 1)[1]).group(1)
+    assert f"migrate {script} -o out/train_ddp.py --force --verify" in line and "--entry" not in line
+    assert line.endswith("--allow-partial") if partial else line.endswith("--verify")
     assert unknown_compare_flags(words(line)[3:]) == set()
 
 
@@ -254,13 +255,37 @@ def test_a_repository_reports_check_line_has_no_placeholder(given):
     where they go and which options the entry point takes (it ended in a literal `-- ARGS...`)."""
     from compare.migrate.migrate_tree import migrate_tree
     from compare.migrate.read.repository import Repository
-    from compare.migrate.report.tree_report import render_tree
+    from compare.migrate.report.migration_report import render
 
     repo = "examples/repos/trainer_class"
     tree = migrate_tree(Repository.read(ROOT / repo))
-    section = render_tree(tree, repo, "out", script_args=list(given) or None).split("## Check it", 1)[1]
+    section = render(tree, repo, "out", script_args=list(given) or None).split("## Check it", 1)[1]
     line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", section).group(1)
     assert "ARGS" not in section and unknown_compare_flags(words(line)[3:]) == set()
     assert line.endswith(" -- --epochs 1") if given else "--" not in line.split()
     options = sorted(re.findall(r'add_argument\("(--[\w-]+)"', (ROOT / repo / "train.py").read_text()))
     assert options and (f"(it takes {', '.join(f'`{o}`' for o in options)})" in section) != bool(given)
+
+
+@pytest.mark.parametrize("as_repository", [False, True])
+def test_one_report_for_a_script_and_a_repository_of_it(tmp_path, as_repository):
+    """A script and a repository holding it get the one renderer's report: what only a script's said before
+    (SyncBatchNorm cannot run on CPU, so the command asks for --device cuda) a repository's says too, and what only
+    a repository's said (its files, --entry) a script's does not."""
+    import shutil
+
+    from compare.migrate.migrate_tree import migrate_tree
+    from compare.migrate.read.repository import Repository
+    from compare.migrate.report.migration_report import render
+
+    script = tmp_path / "repo" / "train.py"
+    script.parent.mkdir()
+    shutil.copy(ROOT / "examples" / "horovod_scripts" / "sync_batchnorm.py", script)
+    tree = migrate_tree(Repository.read(script.parent if as_repository else script), entry="train.py"
+                        if as_repository else None)
+    report = render(tree, str(script.parent if as_repository else script), "out")
+    assert "Runs on CPU: **no** (SyncBatchNorm needs GPUs on both sides)." in report
+    line = re.search(r"```bash\n(python -m compare migrate [^\n]*)\n```", report.split("## Check it", 1)[1]).group(1)
+    assert "--device cuda" in line and unknown_compare_flags(words(line)[3:]) == set()
+    assert ("--entry train.py" in line) == as_repository and ("### `train.py`" in report) == as_repository
+    assert report.index("## Needs a person") < report.index("## Changes") < report.index("## Check it")

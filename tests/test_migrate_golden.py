@@ -18,7 +18,7 @@ from helpers import ROOT
 
 from compare.migrate.migrate_tree import TreeMigration, migrate_tree
 from compare.migrate.read.repository import Repository
-from compare.migrate.report.tree_report import render_tree
+from compare.migrate.report.migration_report import render
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
 REPOS = sorted(p for p in (ROOT / "examples" / "repos").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
@@ -30,7 +30,7 @@ UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 
 def _outputs(tree: TreeMigration, name: str) -> dict[str, bytes]:
     out = dict(tree.outputs())
-    out["MIGRATION.md"] = render_tree(tree, name, f"{name}_ddp").encode()
+    out["MIGRATION.md"] = render(tree, name, f"{name}_ddp").encode()
     return out
 
 

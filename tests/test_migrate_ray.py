@@ -15,6 +15,8 @@ from helpers import ROOT, launch_mode_of, run
 from compare.__main__ import main as compare_main
 from compare.loss_lines import read_loss_log
 from compare.migrate import migrate_source
+from compare.migrate.migrate_tree import migrate_tree
+from compare.migrate.read.repository import Repository
 from compare.migrate.report.migration_report import render
 from compare.names import Exit, LaunchedBy
 
@@ -106,7 +108,7 @@ def test_ray_executor_becomes_one_torch_trainer_fit():
         assert text in code, text
     assert "DDP" not in code
     # every change is in the report, with its line
-    report = render(migration, "ray_train_horovod.py", "ray_train_horovod_ddp.py")
+    report = render(migrate_tree(Repository.read(RAY_EXAMPLE)), "ray_train_horovod.py", "ray_train_horovod_ddp.py")
     for before in ["hvd.init()", "executor.run(train_fn", "executor.start()", "executor.shutdown()",
                    "settings = RayExecutor.create_settings", "from horovod.ray import RayExecutor", "results[0]"]:
         assert any(before in line for line in report.splitlines() if line.startswith("| ")), before
@@ -195,7 +197,7 @@ def test_an_elastic_ray_job_is_flagged_and_the_rest_rewritten(tmp_path, capsys):
     assert all("ray.train.FailureConfig(max_failures=N)" in f.why and "RunConfig" in f.why for f in elastic)
     report = out.with_suffix(".migration.md").read_text()
     for flag in migration.flags:
-        assert f"- **{flag.category}**, line {flag.line}:" in report
+        assert f"- line {flag.line}, **{flag.category}**:" in report
     assert "needs a person" in capsys.readouterr().err
     # the rest is Ray Train's: no Horovod init, the context's rank and size, prepare_model where Horovod's
     # optimizer was, the sampler's defaults, the metric average through a helper

@@ -21,6 +21,8 @@ from helpers import ROOT, ok, run
 from compare.__main__ import main as compare_main
 from compare.migrate import NotMigratable, migrate_source
 from compare.migrate.check.output_check import check_output, checked_flags
+from compare.migrate.migrate_tree import migrate_tree
+from compare.migrate.read.repository import Repository
 from compare.migrate.report.migration_report import render
 
 CORPUS = ROOT / "examples" / "horovod_scripts"
@@ -279,11 +281,11 @@ def test_cpu_tensors_are_found_only_where_the_script_asks_for_nccl(backend, devi
 
 
 def test_the_report_says_nothing_is_left_only_when_the_check_ran_and_found_nothing():
-    migration = migrate_source(_source("plain"))
-    assert migration.checked and migration.flags == []
-    assert "Nothing: every Horovod use was migrated." in render(migration, "plain.py", "plain_ddp.py")
-    unchecked = migrate_source(_source("plain"), check=False)
-    assert "Nothing: every Horovod use" not in render(unchecked, "plain.py", "plain_ddp.py")
-    flagged = migrate_source(_source("compute_loss"))
+    tree = migrate_tree(Repository.read(CORPUS / "plain.py"))
+    assert tree.files[0].migration.checked and tree.flags == []
+    assert "Nothing: every Horovod use was migrated." in render(tree, "plain.py", "plain_ddp.py")
+    tree.files[0].migration = migrate_source(_source("plain"), check=False)
+    assert "Nothing: every Horovod use" not in render(tree, "plain.py", "plain_ddp.py")
+    flagged = migrate_tree(Repository.read(CORPUS / "compute_loss.py"))
     text = render(flagged, "compute_loss.py", "compute_loss_ddp.py")
     assert "Nothing" not in text and "training forward not found" in text

@@ -15,7 +15,9 @@ from helpers import ROOT, launch_mode_of, run
 
 from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source
+from compare.migrate.migrate_tree import migrate_tree
 from compare.migrate.read import notes
+from compare.migrate.read.repository import Repository
 from compare.migrate.report.migration_report import render
 from compare.names import Exit, LaunchedBy
 from compare.verify import spark_launch as spark_launch_module
@@ -90,7 +92,8 @@ def test_spark_run_becomes_torch_distributor_and_the_function_becomes_ddp():
     assert by_note[notes.SPARK_RUN].line == 64 and by_note[notes.SPARK_RUN_RESULT].before == "results[0]"
     assert by_note[notes.SPARK_IMPORT].before == "import horovod.spark"
     assert notes.SPARK_DROPPED in by_note and notes.SPARK_GPU_OFF in by_note  # use_gloo=True, no CUDA
-    report = render(migration, "spark_horovod_run.py", "spark_horovod_run_ddp.py")
+    report = render(migrate_tree(Repository.read(SPARK_RUN_EXAMPLE)), "spark_horovod_run.py",
+                    "spark_horovod_run_ddp.py")
     assert "TorchDistributor.run returns rank 0's alone: the [0] goes" in report
     assert "+ DistributedDataParallel, for pyspark's TorchDistributor. 17 change(s); 0 place(s)" in report
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from compare.install import require_comparison
 from compare.loss_lines import LossLogError, compile_patterns
-from compare.migrate.plan.migration import Flag, Migration
+from compare.migrate.plan.migration import Migration
 from compare.names import Exit, LaunchedBy
 from compare.verify.launch_mode import LaunchMode, Undecided, decide
 from compare.verify.step_times import ThroughputRegexError, compile_throughput
@@ -125,12 +125,13 @@ def _migrate(ns: argparse.Namespace, entry: Path) -> tuple[TreeMigration, Launch
     return tree, mode
 
 
-def _print_flags(flags: list[tuple[str | None, Flag]]) -> None:
+def _print_flags(tree: TreeMigration) -> None:
+    """Each flag on stderr, after the summary line (a repository's with its file)."""
     from compare.migrate.report.migration_report import where
 
-    for path, flag in flags:
-        print(f"  needs a person, {path + ' ' if path else ''}{where(flag)} ({flag.category}): {flag.why}",
-              file=sys.stderr)
+    for path, flag in tree.flags:
+        print(f"  needs a person, {'' if tree.repository.single_file else path + ' '}{where(flag)} "
+              f"({flag.category}): {flag.why}", file=sys.stderr)
 
 
 def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: Path, mode: LaunchMode,
@@ -185,47 +186,42 @@ def _where(ns: argparse.Namespace) -> Scheduler:
     return SlurmScheduler(slurm_settings(ns), ns.timeout) if ns.scheduler == "slurm" else LocalScheduler()
 
 
-def _main_tree(ns: argparse.Namespace) -> int:
-    """A repository: the migrated tree (-o), the tree itself (--in-place) or a diff; one MIGRATION.md."""
-    from compare.migrate.report.tree_output import REPORT_NAME, require_clean_git_tree, write_in_place, write_tree
-    from compare.migrate.report.tree_report import render_tree, summary_line
+def _write(ns: argparse.Namespace, tree: TreeMigration, paths: tuple[Path, Path] | None,
+           launch: list[str] | None) -> Path:
+    """The result and its report where the user asked: a script's beside it (X_ddp.py, X_ddp.migration.md), a
+    repository's as a new tree (MIGRATION.md inside) or over itself; a script rewritten in place gets no report.
+    Returns where the migrated code is."""
+    from compare.migrate.report.migration_report import render, summary
+    from compare.migrate.report.tree_output import REPORT_NAME, write_in_place, write_tree
 
+    if tree.repository.single_file and ns.in_place:
+        write_in_place(tree.repository.root, tree.outputs(), None)
+        return ns.script
+    if paths is not None:  # a script, -o
+        out, report_path = paths
+        migrated = tree.files[0]
+        write_atomic(out, migrated.source.encode(migrated.migration.code))
+        write_atomic(report_path, render(tree, str(ns.script), str(out), script_args=ns.script_args or None,
+                                         launch_lines=launch))
+        print(f"migrate: wrote {out} and {report_path}: {summary(tree)}")
+        return out
     root = ns.script
-    if ns.in_place:
-        require_clean_git_tree(root)
-    entry = root / ns.entry if ns.entry else root
-    tree, mode = _migrate(ns, entry)
-    partial = bool(tree.flags) and not ns.allow_partial
-    if ns.diff:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(tree.diff())
-        sys.stdout.buffer.flush()
-        print(f"migrate: {summary_line(tree)} (a diff: nothing written)", file=sys.stderr)
-        _print_flags(list(tree.flags))
-        return Exit.NEEDS_A_PERSON if partial else Exit.OK
     out = root if ns.in_place else (ns.out or root.with_name(f"{root.resolve().name}_ddp"))
-    report = render_tree(tree, str(root), str(out), script_args=ns.script_args or None, in_place=ns.in_place)
+    report = render(tree, str(root), str(out), script_args=ns.script_args or None, in_place=ns.in_place)
     if ns.in_place:
         write_in_place(root.resolve(), tree.outputs(), report)
     else:
         write_tree(root.resolve(), tree.outputs(), report, out, force=ns.force)
-    print(f"migrate: wrote {out} ({REPORT_NAME} inside): {summary_line(tree)}")
-    _print_flags(list(tree.flags))
-    if ns.verify and partial:
-        print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
-              file=sys.stderr)
-        return Exit.NEEDS_A_PERSON
-    if ns.verify:
-        assert mode is not None
-        return _verify(ns, tree.files[0].migration, root.resolve() / ns.entry, out.resolve() / ns.entry, mode,
-                       roots={"horovod": root.resolve(), "ddp": out.resolve()}, launches=tree.launches,
-                       entry=ns.entry)
-    return Exit.NEEDS_A_PERSON if partial else Exit.OK
+    print(f"migrate: wrote {out} ({REPORT_NAME} inside): {summary(tree)}")
+    return out
 
 
 def main(ns: argparse.Namespace) -> int:
+    """A script or a repository, one path: the rewrite (a script is a repository of one file), then its diff, or
+    the result and the one report written, then with --verify both sides run."""
     from compare.migrate.report.launch_line import torchrun_lines
-    from compare.migrate.report.migration_report import render, summary
+    from compare.migrate.report.migration_report import summary
+    from compare.migrate.report.tree_output import require_clean_git_tree
 
     if ns.script is None:
         if ns.launch is None:
@@ -235,39 +231,34 @@ def main(ns: argparse.Namespace) -> int:
     if not ns.script.exists():
         raise UsageError(f"{ns.script}: no such file or directory")
     _check_options(ns)
-    if ns.script.is_dir():
-        return _main_tree(ns)
-    if ns.in_place or ns.diff:
-        tree, _ = _migrate(ns, ns.script)
-        if ns.in_place:
-            from compare.migrate.report.tree_output import require_clean_git_tree, write_in_place
-
-            require_clean_git_tree(ns.script.resolve().parent)
-            write_in_place(tree.repository.root, tree.outputs(), None)
-        else:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(tree.diff())
-            sys.stdout.buffer.flush()
-        _print_flags([(None, flag) for _, flag in tree.flags])
-        return Exit.NEEDS_A_PERSON if tree.flags and not ns.allow_partial else Exit.OK
-    out, report = _output_paths(ns)
+    single = not ns.script.is_dir()
+    if ns.in_place:
+        require_clean_git_tree(ns.script.resolve().parent if single else ns.script)
     # Everything is decided before anything is written.
-    tree, mode = _migrate(ns, ns.script)
-    migration = tree.files[0].migration
-    source = tree.files[0].source
-    launch = torchrun_lines(ns.launch, (str(ns.script), str(out))) if ns.launch else None
-    write_atomic(out, source.encode(migration.code))
-    write_atomic(report, render(migration, str(ns.script), str(out), launch))
-    print(f"migrate: wrote {out} and {report}: {summary(migration)}")
-    _print_flags([(None, flag) for flag in migration.flags])
+    paths = _output_paths(ns) if single and not (ns.in_place or ns.diff) else None
+    tree, mode = _migrate(ns, ns.script / ns.entry if ns.entry else ns.script)
+    partial = bool(tree.flags) and not ns.allow_partial
+    if ns.diff:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(tree.diff())
+        sys.stdout.buffer.flush()
+        print(f"migrate: {summary(tree)} (a diff: nothing written)", file=sys.stderr)
+        _print_flags(tree)
+        return Exit.NEEDS_A_PERSON if partial else Exit.OK
+    launch = torchrun_lines(ns.launch, (str(ns.script), str(paths[0]))) if ns.launch and paths else None
+    out = _write(ns, tree, paths, launch)
+    _print_flags(tree)
     if launch:
         print("\n".join(launch))
-    partial = bool(migration.flags) and not ns.allow_partial
     if ns.verify and partial:
         print("migrate: not verified: Horovod uses remain that need a person (--allow-partial to run anyway)",
               file=sys.stderr)
         return Exit.NEEDS_A_PERSON
     if ns.verify:
         assert mode is not None
-        return _verify(ns, migration, ns.script.resolve(), out.resolve(), mode)
+        if single:
+            return _verify(ns, tree.files[0].migration, ns.script.resolve(), out.resolve(), mode)
+        root = ns.script.resolve()
+        return _verify(ns, tree.files[0].migration, root / ns.entry, out.resolve() / ns.entry, mode,
+                       roots={"horovod": root, "ddp": out.resolve()}, launches=tree.launches, entry=ns.entry)
     return Exit.NEEDS_A_PERSON if partial else Exit.OK

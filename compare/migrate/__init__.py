@@ -52,8 +52,8 @@ the driver, over a repository (imports every stage above; report/ reads what it 
     migrate_tree.py                migrate_tree: which files reach Horovod, the passes per file, the helpers module
     rewrite.py                     migrate_source: the two passes over one file, then the check of the output
 report/: what the command gives back
-    report/tree_report.py          MIGRATION.md for the repository
-    report/migration_report.py     a single script's report
+    report/migration_report.py     the one report (a script's X_ddp.migration.md, a repository's MIGRATION.md) and
+                                   the terminal's summary line, both from the driver's TreeMigration
     report/launch_line.py          a horovodrun command line -> torchrun's, per node (--launch)
     report/tree_output.py          -o (staged, renamed when complete), --in-place (clean git tree only)
 compare/verify/ (--verify: reads the driver's TreeMigration, never parses the script again)
