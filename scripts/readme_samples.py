@@ -194,9 +194,10 @@ def block(sample: Sample, lines: list[str], produced: str) -> str:
 
 
 def block_pattern(name: str) -> re.Pattern[str]:
-    """The marker, then the block (indented as a whole where it sits in a list item): groups indent, lines."""
-    return re.compile(rf"<!-- sample: {re.escape(name)} -->\n(?P<indent> *)(?P<fence>`{{3,}})text\n(?P<lines>.*?)\n"
-                      rf"(?P=indent)(?P=fence)\n", re.DOTALL)
+    """The marker, then the block (indented as a whole where it sits in a list item): groups indent, lines (None:
+    an empty block, whose closing fence is the next line: the page after it is never read as its lines)."""
+    return re.compile(rf"<!-- sample: {re.escape(name)} -->\n(?P<indent> *)(?P<fence>`{{3,}})text\n"
+                      rf"(?:(?P<lines>.*?)\n)??(?P=indent)(?P=fence)\n", re.DOTALL)
 
 
 def indented(new: str, indent: str) -> str:
@@ -216,7 +217,7 @@ def shown_lines(name: str) -> list[str]:
     if not found:
         raise RuntimeError(f"{SAMPLES[name].page}: no block after <!-- sample: {name} -->")
     indent = found.group("indent")
-    return [line.removeprefix(indent) for line in found.group("lines").split("\n")]
+    return [line.removeprefix(indent) for line in (found.group("lines") or "").split("\n")]
 
 
 def store(name: str, sample: Sample, scratch: Path) -> None:

@@ -301,6 +301,15 @@ def test_every_block_of_output_in_the_docs_is_a_generated_sample():
     assert not offences, "output in the docs that no command made here:\n" + "\n".join(offences)
 
 
+@pytest.mark.parametrize("lines", ["", "old output\nof two lines\n"])
+def test_a_sample_block_is_replaced_alone_even_when_empty(lines):
+    """A new sample starts as an empty block; its closing fence is the next line, not the next fence on the page
+    (the pattern once read everything up to a later code block as the block's lines, and dropped it)."""
+    page = f"Made here: <!-- sample: x -->\n```text\n{lines}```\n\nThe page goes on.\n```bash\nls\n```\n"
+    done = samples.replace_block(page, "x", "```text\nnew\n```\n")
+    assert done == "Made here: <!-- sample: x -->\n```text\nnew\n```\n\nThe page goes on.\n```bash\nls\n```\n"
+
+
 def test_the_scan_catches_pasted_output_and_passes_samples_and_code():
     page = "\n".join([
         "Run it:", "```bash", "python -m compare run", "```",
