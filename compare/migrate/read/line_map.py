@@ -139,7 +139,8 @@ def _step(left: Sequence[tuple[cst.CSTNode, object]], before: Mapping[cst.CSTNod
         nodes: list[tuple[cst.CSTNode, bool]] = []  # each, and whether it was put in the original's place
         for node in result.nodes if flattened else [result]:  # type: ignore[attr-defined]
             held, put = expand.get(id(node), (None, ()))
-            nodes += [*((n, True) for n in put), (node, flattened)] if held is node else [(node, flattened)]
+            itself = (node, flattened or type(node) is not type(original))  # (a call -> a loop: put in its place)
+            nodes += [*((n, True) for n in put), itself] if held is node else [itself]
         for node, put_in_place in nodes:
             if (there := found(node)) is not None and (new := _owned(there, after)) is not None:
                 whole = after[there]
