@@ -495,7 +495,7 @@ def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool, dict[str, tu
         return str(exc)
     if own:
         torch_dist = unique_name("torch_dist", names)
-        migration.code = names_renamed(migration.code, {"dist": torch_dist, held: "dist"})
+        migration.code = names_renamed(migration.code, {"dist": torch_dist, held: "dist"})  # (no line moves)
         for change in migration.changes:
             change.after = _words(_words(change.after, "dist", torch_dist), held, "dist")
             change.before = _words(change.before, held, "dist")

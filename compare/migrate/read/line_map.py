@@ -199,7 +199,3 @@ def tracked_visit(tree: cst.Module | MetadataWrapper, transformer: cst.CSTTransf
         new = tree.visit(tracking)
         before = positions or positions_of(tree)
     return new, LineMap((_step(tracking.left, before, positions_of(new), getattr(transformer, "expand", {})),))
-
-
-def line_count(code: str) -> int:
-    return code.count("\n") + 1
