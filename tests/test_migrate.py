@@ -19,7 +19,6 @@ from compare.__main__ import main as compare_main
 from compare.launch.lines import Program, torchrun
 from compare.launch.scheduling import LocalScheduler
 from compare.migrate import migrate_source
-from compare.migrate.check.line_map import map_lines
 from compare.migrate.report.launch_line import torchrun_lines
 from compare.migrate.report.migration_report import place_changes
 from compare.names import Exit, LaunchedBy
@@ -126,10 +125,6 @@ def test_report_lines_point_at_the_code():
     assert "hvd.broadcast_parameters" in source[wrap.line - 1]
     helpers = next(c for c in migration.changes if c.line == 0)
     assert new[helpers.new_line].startswith("def broadcast_copy(")
-
-
-def test_map_lines_follows_insertions_and_removals():
-    assert map_lines("a\nb\nc\n", "x\na\nc\n") == {1: 2, 2: None, 3: 3}
 
 
 @pytest.mark.parametrize("name", sorted(FLAGGED))

@@ -234,7 +234,7 @@ def test_the_check_finds_nothing_in_any_existing_examples_migration(path):
         migration = migrate_source(source, check=False)
     except NotMigratable:
         pytest.skip("not a script to migrate (a stand-in that only names Horovod)")
-    assert checked_flags(source, migration.code, migration.flags) == []
+    assert checked_flags(source, migration.code, migration.flags, migration.lines) == []
     # names: nothing unbound or shadowed, flagged script or not
     assert [f for f in check_output(source, migration.code) if f.category != "horovod left"] == []
 

@@ -20,12 +20,16 @@ def test_a_name_is_renamed_where_the_file_writes_it_and_nowhere_else():
 def test_a_spent_constant_goes_with_its_line_and_what_stood_above_it_stays():
     code = ('import os\n\n# the backend\nBACKEND = "horovod.torch"  # loaded below\nKEEP = "horovod"\n'
             'print(KEEP, KEEP)\n\nclass C:\n    x = 1\n    MODULE = "Horovod"\n')
-    new, removed = without_spent_constants(code, {"BACKEND", "KEEP", "MODULE"})
+    new, removed, lines = without_spent_constants(code, {"BACKEND", "KEEP", "MODULE"})
     assert new == 'import os\n\n# the backend\nKEEP = "horovod"\nprint(KEEP, KEEP)\n\nclass C:\n    x = 1\n'
-    assert removed == ['BACKEND = "horovod.torch"  # loaded below', 'MODULE = "Horovod"']
+    assert removed == [(4, 'BACKEND = "horovod.torch"  # loaded below'), (10, 'MODULE = "Horovod"')]
+    # the removed lines have no place; the comment above one stays where it stood, what follows moves up one
+    assert [lines.new_line(line) for line in range(1, 11)] == [1, 2, 3, None, 4, 5, 6, 7, 8, None]
+    assert [lines.old_line(line) for line in range(1, 9)] == [1, 2, 3, 5, 6, 7, 8, 9]
     # named elsewhere too, not a Horovod module's name, or alone in its block: kept
     for kept in ('NAME = "horovod.torch"\nuse(NAME)\n', 'NAME = "torch"\nx = 1\n', 'class C:\n    NAME = "horovod"\n'):
-        assert without_spent_constants(kept, {"NAME"}) == (kept, [])
+        new, removed, lines = without_spent_constants(kept, {"NAME"})
+        assert (new, removed, lines.new_line(2)) == (kept, [], 2)
 
 
 def test_horovod_is_found_where_the_code_names_it_not_in_attributes_or_an_f_strings_text():

@@ -10,6 +10,8 @@ read/: the repository read once, how it is launched, the Horovod names known
     read/launches.py               how the users start it (README and shell commands, entry points, __main__)
     read/import_reach.py           from each launch, whether the added helpers resolve as Python would resolve them
     read/normalize.py              Horovod loaded by name, re-exported or returned by an accessor: as its import
+    read/line_map.py               which line of a pass's result each line became, and back, from what the pass
+                                   replaced (a LibCST walk tracked statement by statement); a file's passes compose
     read/parsed.py                 a source read once (scopes, parents, positions): the passes and the check read it
     read/syntax.py                 small reads and builds of LibCST nodes
     read/horovod_api.py            the Horovod names and what each becomes
@@ -47,7 +49,6 @@ check/: the whole result against the original; its findings join the flags
     check/output_names.py          unbound and newly shadowed names, Horovod left
     check/output_ddp.py            models trained but not averaged, .module, collectives under a rank condition
     check/horovod_named.py         where a result still names Horovod (the name, a string), from its tree
-    check/line_map.py              which line of the result an original line became, and back (a line diff)
 the driver, over a repository (imports every stage above; report/ reads what it gives back)
     migrate_tree.py                migrate_tree: which files reach Horovod, the passes per file, the helpers module
     rewrite.py                     migrate_source: the two passes over one file, then the check of the output

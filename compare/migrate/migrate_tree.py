@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import difflib
+import difflib  # the --diff output alone: line positions come from the passes (Migration.lines)
 import multiprocessing
 import os
 import re
@@ -20,7 +20,6 @@ from pathlib import PurePosixPath
 import libcst as cst
 
 from compare.migrate.check.horovod_named import horovod_named
-from compare.migrate.check.line_map import map_lines
 from compare.migrate.check.output_ddp import collective_methods, rank_only_method_calls
 from compare.migrate.plan.added_helpers import HELPERS, helpers_module_code
 from compare.migrate.plan.launch_facts import LaunchFacts, launch_facts_of
@@ -40,6 +39,7 @@ from compare.migrate.read.flag_category import Category
 from compare.migrate.read.horovod_api import is_horovod_module
 from compare.migrate.read.import_reach import linked_directories, unreached_helpers
 from compare.migrate.read.launches import Launch, launches_of
+from compare.migrate.read.line_map import LineMap
 from compare.migrate.read.normalize import (
     Normalized,
     class_module_names,
@@ -220,7 +220,7 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
     trainers = _trainers_index(repository, imports)
     homes = helpers_homes(set(repository.files), launches, helpers_module) if helpers_module else {}
     jobs = [(path, module.code if done else repository.files[path].text, homes[path][1] if homes else None,
-             helper_names, path in entries, trainers) for path, (module, done, _) in normalized.items()]
+             helper_names, path in entries, trainers) for path, (module, done, *_) in normalized.items()]
     # The files are rewritten apart from each other: on every core when there are enough to pay for the workers.
     workers = min(os.cpu_count() or 1, len(jobs) // PER_WORKER)
     if workers > 1:
@@ -247,8 +247,9 @@ def migrate_tree(repository: Repository, *, entry: str | None = None) -> TreeMig
                 files.append(FileMigration(path, repository.files[path], untouched, [], path in entries))
             continue
         if done:
-            _to_original_lines(result, repository.files[path].text, done[0].line)
+            _to_original_lines(result, normalized[path][3], done[0].line)
         result.source = repository.files[path].text
+        result.lines = normalized[path][3].then(result.lines)
         _drop_spent_constants(result, normalized[path][2] | spent_elsewhere)
         _without_horovod_only_statements(result)
         result.flags += _leftovers(result)
@@ -311,10 +312,10 @@ def _check_rank_only_method_calls(tree: TreeMigration, entries: set[str]) -> Non
         if migrated is None:
             migrated = FileMigration(path, source, Migration(source.text, source.text, [], []), [], path in entries)
             tree.files.append(migrated)
-        back = map_lines(code, migrated.migration.source)
+        back = migrated.migration.lines
         known = {(flag.line, flag.category) for flag in migrated.migration.flags}
-        migrated.migration.flags += [Flag(back.get(f.line) or 0, f.category, f.code, f.why, result_line=f.line)
-                                     for f in findings if (back.get(f.line) or 0, f.category) not in known]
+        migrated.migration.flags += [Flag(back.old_line(f.line) or 0, f.category, f.code, f.why, result_line=f.line)
+                                     for f in findings if (back.old_line(f.line) or 0, f.category) not in known]
     tree.files.sort(key=lambda f: f.path)
 
 
@@ -325,7 +326,6 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
     files.update({f.path: f.migration.code for f in tree.files})
     files.update(dict.fromkeys(tree.helpers_paths, tree.helpers_code or ""))
     by_path = {f.path: f for f in tree.files}
-    back = {f.path: map_lines(f.migration.code, f.migration.source) for f in tree.files}
     links = linked_directories(tree.repository.root)
     for launch in tree.launches:
         for unreached in unreached_helpers(launch, files, {helpers_module}, links):
@@ -334,7 +334,7 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
                                        for flag in migrated.migration.flags):
                 continue
             migrated.migration.flags.append(Flag(
-                back[unreached.path].get(unreached.line) or 0, "helpers unreached",
+                migrated.migration.lines.old_line(unreached.line) or 0, "helpers unreached",
                 migrated.migration.code.splitlines()[unreached.line - 1].strip()[:100],
                 f"the added helpers do not resolve here when the tree is started as its users start it "
                 f"({launch.found}): {unreached.why}; move {helpers_module}.py where this file's imports reach it",
@@ -343,7 +343,8 @@ def _check_reach(tree: TreeMigration, helpers_module: str) -> None:
 
 def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
                           imports: dict[str, dict[str, set[str]]],
-                          ) -> tuple[dict[str, tuple[cst.Module, list[Removed]]] | None, dict[str, list[Differs]]]:
+                          ) -> tuple[dict[str, tuple[cst.Module, list[Removed], LineMap]] | None,
+                                     dict[str, list[Differs]]]:
     """Where the repository has a torch.distributed path of its own and reaches Horovod only through switches and
     probes: each file with its Horovod path removed (compare/migrate/plan/switches.py). None: migrate the Horovod code,
     with, per file, where the repository's own path does another job than the Horovod one beside it (then the
@@ -371,26 +372,27 @@ def _remove_horovod_paths(repository: Repository, parsed: dict[str, cst.Module],
     routes = switch_routes(parsed)
     switched = {}
     for path, module in parsed.items():
-        new, removed = remove_horovod_path(module, aliases[path], refuse=not routes)
+        new, removed, lines = remove_horovod_path(module, aliases[path], refuse=not routes)
         if routes.get(path):
-            new, placed = route_switches(new, routes[path])
+            new, placed, routed = route_switches(new, routes[path])
+            lines = lines.then(routed)
             if placed:
                 removed.append(Removed(0, "", "; ".join(route.describe() for route in routes[path]),
                                        notes.SWITCH_ROUTED))
-        switched[path] = (new, removed)
+        switched[path] = (new, removed, lines)
     return switched, {}
 
 
 def _tree_of_switched(repository: Repository, parsed: dict[str, cst.Module],
-                      switched: dict[str, tuple[cst.Module, list[Removed]]], entries: set[str],
+                      switched: dict[str, tuple[cst.Module, list[Removed], LineMap]], entries: set[str],
                       entry: str | None) -> TreeMigration:
     files = []
     for path in sorted(parsed):
-        module, removed = switched[path]
+        module, removed, lines = switched[path]
         source = repository.files[path]
         migration = Migration(source.text, module.code,
                               [Change(r.line, r.before, r.after, r.why) for r in removed], [],
-                              launch=launch_facts_of(source.text) if path in entries else LaunchFacts())
+                              launch=launch_facts_of(source.text) if path in entries else LaunchFacts(), lines=lines)
         _without_horovod_only_statements(migration)
         migration.flags = _leftovers(migration)
         if migration.code != source.text or migration.flags:
@@ -414,31 +416,21 @@ def _compiled_on_oldest(tree: TreeMigration) -> TreeMigration:
 def _without_horovod_only_statements(migration: Migration) -> None:
     """The Horovod-only optimizer calls under the switches' Horovod branches removed from the result, in any file
     (switches.py): each a change at its original line."""
-    code, removed = remove_horovod_only_statements(migration.code)
+    code, removed, lines = remove_horovod_only_statements(migration.code)
     if not removed:
         return
-    back = map_lines(migration.code, migration.source)
-    migration.code = code
-    migration.changes = sorted([*migration.changes, *(Change(back.get(r.line) or 0, r.before, r.after, r.why)
-                                                       for r in removed)], key=lambda c: c.line)
+    migration.changes = sorted([*migration.changes, *(Change(migration.lines.old_line(r.line) or 0, r.before,
+                                                             r.after, r.why) for r in removed)], key=lambda c: c.line)
+    migration.code, migration.lines = code, migration.lines.then(lines)
 
 
-def _to_original_lines(migration: Migration, original: str, hoisted_from: int) -> None:
+def _to_original_lines(migration: Migration, normalized: LineMap, hoisted_from: int) -> None:
     """The lines of the changes and flags, counted in the normalized file (which may have an import hoisted to
-    the top: compare/migrate/read/normalize.py), as the original's; a hoisted line is the line it came from."""
-    normalized_lines, original_lines = migration.source.splitlines(), original.splitlines()
-    lines = {}
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, normalized_lines, original_lines,
-                                                       autojunk=False).get_opcodes():
-        for i in range(i1, i2):
-            if tag == "equal":
-                lines[i + 1] = j1 + i - i1 + 1
-            elif tag == "replace":  # a line normalize rewrote: the most alike of the lines it stands among
-                lines[i + 1] = 1 + max(range(j1, j2), key=lambda j: difflib.SequenceMatcher(
-                    None, normalized_lines[i].strip(), original_lines[j].strip()).ratio())
+    the top: compare/migrate/read/normalize.py), as the original's (`normalized`: the original's lines -> the
+    normalized file's); a hoisted line is the line it came from."""
     for item in [*migration.changes, *migration.flags]:
         if item.line:
-            item.line = lines.get(item.line) or hoisted_from
+            item.line = normalized.old_line(item.line) or hoisted_from
 
 
 def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
@@ -450,10 +442,10 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
         f.why.startswith('"horovod":') or any(re.match(rf"\s*{re.escape(n)}\s*=", f.code) for n in spent)))]
     if not spent:
         return
-    migration.code, removed = without_spent_constants(migration.code, spent)
-    for statement in removed:
-        line = migration.source.count("\n", 0, migration.source.find(statement)) + 1
-        migration.changes.append(Change(line, statement, "", notes.SPENT_CONSTANT))
+    code, removed, lines = without_spent_constants(migration.code, spent)
+    for line, statement in removed:
+        migration.changes.append(Change(migration.lines.old_line(line) or 0, statement, "", notes.SPENT_CONSTANT))
+    migration.code, migration.lines = code, migration.lines.then(lines)
 
 
 def _refuse_own_unbound_names(path: str, migration: Migration) -> None:
@@ -503,7 +495,7 @@ def _rewrite(job: tuple[str, str, str | None, dict[str, str], bool, dict[str, tu
         return str(exc)
     if own:
         torch_dist = unique_name("torch_dist", names)
-        migration.code = names_renamed(migration.code, {"dist": torch_dist, held: "dist"})
+        migration.code = names_renamed(migration.code, {"dist": torch_dist, held: "dist"})  # (no line moves)
         for change in migration.changes:
             change.after = _words(_words(change.after, "dist", torch_dist), held, "dist")
             change.before = _words(change.before, held, "dist")
@@ -546,7 +538,7 @@ def helpers_homes(paths: set[str], launches: list[Launch], module: str) -> dict[
 def _leftovers(migration: Migration) -> list[Flag]:
     """Horovod still named in the code: the name `horovod`, or a string that names its modules (what a loader
     reads, a registry's key). Docstrings, comments and attribute names (`args.horovod`) are prose or switches."""
-    new_to_old = {new: old for old, new in map_lines(migration.source, migration.code).items() if new is not None}
+    new_to_old = migration.lines.old_line
     flagged = {flag.line for flag in migration.flags}
     noted: set[int] = set()
     found = []
@@ -560,11 +552,11 @@ def _leftovers(migration: Migration) -> list[Flag]:
             # "horovod.torch" is a module a loader may read; "horovod" alone is a name a user chooses (a backend's,
             # a registry's key), which now selects the migrated code: noted, not flagged.
             named = bool(HOROVOD_MODULE.match(at.string)) and at.string.lower() != "horovod"
-            if at.string.lower() == "horovod" and (line := new_to_old.get(at.line, 0)) not in noted:
+            if at.string.lower() == "horovod" and (line := new_to_old(at.line) or 0) not in noted:
                 noted.add(line)
                 migration.changes.append(Change(line, lines[at.line - 1].strip()[:100],
                                                 lines[at.line - 1].strip()[:100], notes.HOROVOD_NAME_KEPT))
-        line = new_to_old.get(at.line, 0)
+        line = new_to_old(at.line) or 0
         if named and line not in flagged:
             flagged.add(line)
             found.append(Flag(line, Category.HOROVOD_LEFT, lines[at.line - 1].strip()[:100],

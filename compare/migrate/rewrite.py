@@ -28,6 +28,7 @@ from compare.migrate.plan.migration import Change, Flag, Migration, NotMigratabl
 from compare.migrate.plan.passed_on import module_passed_on
 from compare.migrate.plan.wrap_plan import TrainsArgument, plan_model_wrap
 from compare.migrate.read.flag_category import Category
+from compare.migrate.read.line_map import LineMap, positions_of, tracked_visit
 from compare.migrate.read.parsed import NodeIndex, Parsed
 from compare.migrate.transform.horovod_to_ddp import HorovodToDDP
 from compare.migrate.transform.oldest_python import with_free_quotes
@@ -71,14 +72,16 @@ def _parsed_result(code: str) -> Parsed | None:
         return None
 
 
-def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | None]]) -> cst.Module:
-    """AddImportsVisitor's imports added to the module. It reads and changes only the file's first statement (a
-    docstring, maybe), the block of imports that starts the file, and the blank lines before the statement after
-    that block: so it runs on those alone, that statement stood in for by a `pass` with its blank lines, and the
-    rest is put back after them. The same result, without two walks of the whole tree; and its transform alone:
-    transform_module would first copy the tree for metadata this transform does not use."""
+def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | None]],
+                  ) -> tuple[cst.Module, LineMap]:
+    """AddImportsVisitor's imports added to the module, and the map of its lines. It reads and changes only the
+    file's first statement (a docstring, maybe), the block of imports that starts the file, and the blank lines
+    before the statement after that block: so it runs on those alone, that statement stood in for by a `pass` with
+    its blank lines, and the rest is put back after them. The same result, without two walks of the whole tree;
+    and its transform alone: transform_module would first copy the tree for metadata this transform does not use.
+    The map: the walk's own over that head, and the rest of the file shifted as a whole."""
     if not imports:
-        return module
+        return module, LineMap()
     context = CodemodContext()
     for module_name, obj, asname in sorted(imports, key=lambda i: (i[1] is not None, i)):
         relative = len(module_name) - len(module_name.lstrip("."))  # the helpers, from a package's top
@@ -88,13 +91,21 @@ def _with_imports(module: cst.Module, imports: set[tuple[str, str | None, str | 
     while after < len(body) and m.matches(body[after], m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])):
         after += 1
     if after >= len(body):
-        return AddImportsVisitor(context).transform_module_impl(module)
+        return tracked_visit(module, AddImportsVisitor(context))
     following = body[after]
     stand_in = cst.SimpleStatementLine([cst.Pass()], leading_lines=following.leading_lines)
-    top = AddImportsVisitor(context).transform_module_impl(module.with_changes(body=[*body[:after], stand_in]))
+    head_module = module.with_changes(body=[*body[:after], stand_in])
+    positions = positions_of(head_module)
+    top, head_lines = tracked_visit(head_module, AddImportsVisitor(context), positions)
     *head, lines = top.body
-    return top.with_changes(body=[*head, following.with_changes(leading_lines=lines.leading_lines),
-                                  *body[after + 1:]])
+    # The stand-in's line is the following statement's, before and after: from it on, the text is the same.
+    old_at = positions[stand_in].start.line
+    new_at = head_lines.new_line(old_at)
+    if new_at is None:
+        raise RuntimeError("AddImportsVisitor dropped the statement after the imports")  # it only adds
+    return (top.with_changes(body=[*head, following.with_changes(leading_lines=lines.leading_lines),
+                                   *body[after + 1:]]),
+            LineMap.head_then_same(head_lines, (old_at, new_at)))
 
 
 def migrate_source(source: str, *, helpers_module: str | None = None, helper_names: dict[str, str] | None = None,
@@ -108,6 +119,14 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     clash; `end_of_job=False` for a module that is not the job's entry point (it destroys no process group);
     `trainers`, the repository's functions that train a model they receive (wrap_plan.repository_trainers), by
     `module.function`: the model handed to one gets the DDP wrapper."""
+
+    def rewritten(keep: bool) -> tuple[HorovodToDDP, cst.Module, LineMap]:
+        """Pass 2 over the original, with the imports it needs: its transformer, its result, the map of lines
+        (with_free_quotes changes quotes alone: no line moves)."""
+        transformer = transformer_for(keep)
+        changed, changed_lines = tracked_visit(original.module, transformer, original.positions)
+        imported, imported_lines = _with_imports(changed, transformer.imports)
+        return transformer, with_free_quotes(imported), changed_lines.then(imported_lines)
 
     def transformer_for(keep: bool) -> HorovodToDDP:
         transformer = HorovodToDDP(uses, keep_hvd_import=keep, plan=plan, accumulation=accumulation)
@@ -149,15 +168,13 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     for problem in plan.problems if plan is not None else ():
         uses.flags.append(Flag(problem.line, problem.category, uses.parsed.code(problem.line), problem.why))
     passed_on = module_passed_on(original, uses.hvd)
-    transformer = transformer_for(False)
-    new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
+    transformer, new, lines = rewritten(False)
     # The result read once, for the question below and for the check (the imports added name no Horovod).
     result = _parsed_result(new.code) if check else None
     # A probe's name now bound to torch.distributed (to_ddp_probes.py) names no Horovod.
     if _remaining_hvd(result.index if result else NodeIndex(new), (uses.hvd | uses.horovod) - transformer.probe_bound):
         # Something stays (flagged, or not recognised at all): keep the import so that its name resolves.
-        transformer = transformer_for(True)
-        new = with_free_quotes(_with_imports(original.module.visit(transformer), transformer.imports))
+        transformer, new, lines = rewritten(True)
         result = _parsed_result(new.code) if check else None
         if all(flag.category in (Category.ADASUM, Category.MULTI_HOST) for flag in uses.flags):
             line = _bare_use_line(uses, uses.hvd | uses.horovod, passed_on)
@@ -166,7 +183,7 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
                                    "itself returned or passed on: its import is kept)" if line else
                                    "a Horovod use remains that was not recognised"))
     changes = sorted(transformer.changes, key=lambda c: c.line)
-    flags = uses.flags + (checked_flags(source, new.code, uses.flags, original, result) if check else [])
+    flags = uses.flags + (checked_flags(source, new.code, uses.flags, lines, original, result) if check else [])
     # A parameter that received the Horovod module now receives torch.distributed under its name: it "hides"
     # the module's `dist`, with the same module (compare/migrate/plan/passed_on.py).
     renamed = {uses.line(p) for p in original.findall(m.Param()) if id(p.name) in passed_on}  # type: ignore[union-attr]
@@ -174,7 +191,8 @@ def migrate_source(source: str, *, helpers_module: str | None = None, helper_nam
     # A probe's name bound to torch.distributed where it was bound to Horovod: the same question, answered anew.
     flags = [f for f in flags if not (f.category == Category.SHADOWED_NAME and any(
         f.why.startswith(f"`{name}` ") for name in transformer.probe_bound))]
-    return Migration(source=source, code=new.code, changes=changes, flags=sorted(flags, key=lambda f: f.line),
+    return Migration(source=source, code=new.code, lines=lines, changes=changes,
+                     flags=sorted(flags, key=lambda f: f.line),
                      checked=check, launch=launch_facts(original),
                      has_sync_batchnorm=uses.has_sync_batchnorm,
                      lightning=uses.lightning,

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compare.migrate.check.line_map import map_lines
 from compare.migrate.check.output_ddp import check_collectives, check_models
 from compare.migrate.check.output_names import check_horovod_left, check_names
 from compare.migrate.plan.migration import Flag
 from compare.migrate.read.flag_category import Category
+from compare.migrate.read.line_map import LineMap
 from compare.migrate.read.parsed import Finding, Parsed
 
 __all__ = ["Finding", "check_output", "checked_flags"]
@@ -62,16 +62,16 @@ def check_output(original: str, migrated: str, before: Parsed | None = None, aft
     return sorted(unique.values(), key=lambda f: (f.line, f.category))
 
 
-def checked_flags(original: str, migrated: str, flags: list[Flag], before: Parsed | None = None,
+def checked_flags(original: str, migrated: str, flags: list[Flag], lines: LineMap, before: Parsed | None = None,
                   after: Parsed | None = None) -> list[Flag]:
     """The check's findings as flags of the migration, each at its original line where the result's line came
     from one (0 where it is new), beside the flags the rewrite raised. A Horovod import the rewrite kept because
-    a flagged use needs it, and what is left on a flagged line, are already told: not told twice."""
-    back = map_lines(migrated, original)  # the result's line -> the original's (None: added by the rewrite)
+    a flagged use needs it, and what is left on a flagged line, are already told: not told twice. `lines`: the
+    original's lines -> the result's, as the rewrite placed them."""
     flagged = {flag.line for flag in flags}
     out = []
     for finding in check_output(original, migrated, before, after):
-        line = back.get(finding.line) or 0
+        line = lines.old_line(finding.line) or 0  # 0: a line the rewrite added
         if finding.category == Category.HOROVOD_LEFT and flags and (line in flagged or finding.code.startswith(
                 ("import horovod", "from horovod"))):
             continue

@@ -6,6 +6,7 @@ import dataclasses
 
 from compare.migrate.plan.launch_facts import LaunchFacts
 from compare.migrate.read.flag_category import Category
+from compare.migrate.read.line_map import LineMap
 
 
 class NotMigratable(Exception):
@@ -18,7 +19,7 @@ class Change:
     before: str        # the original code (one line, shortened)
     after: str         # what it became ("" when removed)
     note: str          # why it is equivalent, or in what it is not
-    new_line: int | None = None  # in the result; filled in by the report from a line diff
+    new_line: int | None = None  # in the result; filled in by the report from the migration's line map
 
 
 @dataclasses.dataclass
@@ -41,3 +42,5 @@ class Migration:
     front_end: str | None = None  # what starts the workers instead of torchrun ("Ray Train's TorchTrainer")
     checked: bool = False  # the whole output went through compare.migrate.check.output_check (its findings are flags)
     launch: LaunchFacts = dataclasses.field(default_factory=LaunchFacts)  # how the original is launched
+    # the source's lines -> the code's, and back, as the passes placed them
+    lines: LineMap = dataclasses.field(default_factory=LineMap)

@@ -19,6 +19,8 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.read.line_map import LineMap, tracked_visit
+
 DDP_CALLS = ("init_process_group", "DistributedDataParallel", "DDP")
 
 
@@ -136,14 +138,15 @@ class _AfterParse(cst.CSTTransformer):
         return out
 
 
-def route_switches(module: cst.Module, routes: list[Route]) -> tuple[cst.Module, bool]:
+def route_switches(module: cst.Module, routes: list[Route]) -> tuple[cst.Module, bool, LineMap]:
     """The module with each route right after its `args = parser.parse_args()` (and `import os` where a route
-    reads the environment); whether one was placed."""
+    reads the environment); whether one was placed; the map of its lines."""
     transform = _AfterParse(routes)
-    new = module.visit(transform)
+    new, lines = tracked_visit(module, transform)
     if transform.done and any(route.horovod is True for route in routes):
         context = CodemodContext()
         AddImportsVisitor.add_needed_import(context, "os")
-        new = AddImportsVisitor(context).transform_module(new)
-    return new, transform.done
+        new, imported = tracked_visit(new, AddImportsVisitor(context))  # (transform_module: this, on a copy)
+        lines = lines.then(imported)
+    return new, transform.done, lines
 

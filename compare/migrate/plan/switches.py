@@ -22,6 +22,7 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from compare.migrate.read.horovod_api import is_horovod_module
+from compare.migrate.read.line_map import LineMap, tracked_visit
 
 REFUSAL = ("--horovod: this code was migrated from Horovod to torch.distributed (compare migrate); launch it with "
            "torchrun and its torch.distributed option instead")
@@ -241,22 +242,23 @@ class HorovodOnlyStatements(cst.CSTTransformer):
         return updated
 
 
-def remove_horovod_only_statements(code: str) -> tuple[str, list[Removed]]:
-    """`code` without the Horovod-only optimizer calls its switches' Horovod branches make (lines of `code`)."""
+def remove_horovod_only_statements(code: str) -> tuple[str, list[Removed], LineMap]:
+    """`code` without the Horovod-only optimizer calls its switches' Horovod branches make (lines of `code`), and
+    the map of its lines."""
     if "synchronize" not in code:
-        return code, []
+        return code, [], LineMap()
     wrapper = cst.metadata.MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
     transform = HorovodOnlyStatements()
-    new = wrapper.visit(transform)
-    return new.code, transform.removed
+    new, lines = tracked_visit(wrapper, transform)
+    return new.code, transform.removed, lines
 
 
 def remove_horovod_path(module: cst.Module, aliases: set[str], *, refuse: bool = True,
-                        ) -> tuple[cst.Module, list[Removed]]:
+                        ) -> tuple[cst.Module, list[Removed], LineMap]:
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     transform = RemoveHorovodPath(aliases, refuse)
-    new = wrapper.visit(transform)
-    return new, transform.removed
+    new, lines = tracked_visit(wrapper, transform)
+    return new, transform.removed, lines
 
 
 def probe_aliases(module: cst.Module) -> set[str]:

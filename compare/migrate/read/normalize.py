@@ -23,6 +23,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
+from compare.migrate.read.line_map import LineMap, tracked_visit
 from compare.migrate.read.repository import absolute_module
 
 HOROVOD_MODULES = {"horovod", "horovod.torch"}
@@ -299,9 +300,10 @@ def _import(module: str, name: str) -> cst.Import:
 def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: str, source: str,
               imported: dict[str, set[str]], accessors: dict[str, set[str]] | None = None,
               inherited: dict[str, str] | None = None, held: set[str] | None = None,
-              ) -> tuple[cst.Module, list[Normalized], set[str]]:
+              ) -> tuple[cst.Module, list[Normalized], set[str], LineMap]:
     """The file with its indirect Horovod uses written as imports, what was so written, and the constants that
-    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them).
+    held a Horovod module's name for a loader (removed after the rewrite where nothing else reads them), and the map
+    of its lines (an import hoisted to the top has no original line).
     `reexports` and `accessors`: the repository's modules that bind horovod.torch, and their functions that
     return it; `source` is the module's text, `imported` what it imports
     (compare.migrate.read.repository.imported_modules)."""
@@ -311,16 +313,17 @@ def normalize(module: cst.Module, reexports: dict[str, set[str]], module_name: s
     holds = any(f".{attribute}" in source for attribute in held or ())
     if not any(loader in source for loader in ("import_module", "__import__")) and not reexported and not accessed \
             and not holds:
-        return module, [], set()  # nothing to normalize (the common case): no second walk
+        return module, [], set(), LineMap()  # nothing to normalize (the common case): no second walk
     if holds:  # an attribute this file sets itself is its own loader's business (or not a module at all)
         assigned = {node.target.attr.value for node in m.findall(module, m.AssignTarget(  # type: ignore[union-attr]
             target=m.Attribute(value=m.Name("self"))))}
         held = (held or set()) - assigned
     wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     transform = Normalize(reexports, module_name, accessors, inherited, held)
-    new = wrapper.visit(transform)
+    new, lines = tracked_visit(wrapper, transform)
     # A method whose only statement was the loader is left empty: `pass` keeps it valid.
-    return new.visit(_FillEmpty()), transform.done, transform.spent
+    filled, filled_lines = tracked_visit(new, _FillEmpty())
+    return filled, transform.done, transform.spent, lines.then(filled_lines)
 
 
 class _FillEmpty(cst.CSTTransformer):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from compare.migrate.check.line_map import map_lines
 from compare.migrate.migrate_tree import FileMigration, TreeMigration
 from compare.migrate.plan.launch_facts import launch_facts_of
 from compare.migrate.plan.migration import Change, Flag, Migration
@@ -15,7 +14,6 @@ from compare.migrate.plan.migration import Change, Flag, Migration
 
 def place_changes(migration: Migration) -> list[Change]:
     """The changes with new_line filled in (helpers: the line of the first helper)."""
-    mapping = map_lines(migration.source, migration.code)
     new_lines = migration.code.splitlines()
     first_helper = next((i + 1 for i, line in enumerate(new_lines) if line.startswith("# Added by `python -m compare")),
                         None)
@@ -25,15 +23,18 @@ def place_changes(migration: Migration) -> list[Change]:
         elif not change.after:
             change.new_line = None
         else:
-            change.new_line = _nearest(new_lines, change.after, mapping.get(change.line))
+            change.new_line = _nearest(new_lines, change.after, migration.lines.new_line(change.line))
     return migration.changes
 
 
 def _nearest(new_lines: list[str], after: str, guess: int | None) -> int | None:
-    """The line of the result that holds the new code, nearest the diff's guess (the diff aligns a replaced
-    block by position only)."""
+    """The line of the result that holds the new code, nearest the line the original's became (a statement
+    replaced by several: the first of them)."""
     text = after.split("  #")[0].split("; ")[-1].removesuffix("...").strip()
     found = [i + 1 for i, line in enumerate(new_lines) if text and text in line]
+    if not found and guess is None:  # code put in another statement's place (a hook at the wrap): up to the `...`
+        text = text.split("...")[0].strip()
+        found = [i + 1 for i, line in enumerate(new_lines) if text and text in line]
     if not found:
         return guess
     return min(found, key=lambda line: abs(line - guess)) if guess is not None else found[-1]

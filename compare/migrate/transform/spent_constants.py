@@ -9,6 +9,8 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
+from compare.migrate.read.line_map import LineMap, positions_of, tracked_visit
+
 HOROVOD_MODULE_TEXT = re.compile(r"horovod[\w.]*", re.IGNORECASE)  # a string literal's text: horovod, horovod.torch
 
 
@@ -54,20 +56,24 @@ class _Remover(cst.CSTTransformer):
         return updated_node.with_changes(body=body, footer=[*carried, *updated_node.footer])
 
 
-def without_spent_constants(code: str, spent: set[str]) -> tuple[str, list[str]]:
+def without_spent_constants(code: str, spent: set[str]) -> tuple[str, list[tuple[int, str]], LineMap]:
     """The code without the constants of `spent` that are named once (their own binding), each alone on its line
-    in a block it does not leave empty; and each removed statement's text, in the order they were written."""
+    in a block it does not leave empty; each removed statement's line in `code` and text, in the order they were
+    written; the map of its lines."""
     module = cst.parse_module(code)
     once = {name for name in spent if len(m.findall(module, m.Name(name))) == 1}
     if not once:
-        return code, []
+        return code, [], LineMap()
     # a statement alone in its block stays: the block would be left empty
     shared = {id(statement) for block in [module, *m.findall(module, m.IndentedBlock())]
               if len(block.body) > 1 for statement in block.body}  # type: ignore[attr-defined]
     found = [statement for statement in m.findall(module, m.SimpleStatementLine())  # in the order written
              if id(statement) in shared and _spent(statement, once) is not None]
     if not found:
-        return code, []
+        return code, [], LineMap()
     empty = cst.Module([])
-    return module.visit(_Remover(found)).code, [
-        empty.code_for_node(statement.with_changes(leading_lines=())).strip() for statement in found]
+    positions = positions_of(module)
+    new, lines = tracked_visit(module, _Remover(found), positions)
+    removed = [(positions[statement].start.line, empty.code_for_node(statement.with_changes(leading_lines=())).strip())
+               for statement in found]
+    return new.code, removed, lines

@@ -37,6 +37,7 @@ class RewriteBase(NoAttributeHooks, cst.CSTTransformer):
         self.imports: set[tuple[str, str | None, str | None]] = set()
         # id(updated statement) -> (the statement, what replaces it). The statement is held: a dropped one's id
         # would be reused by a node made later, which would then be replaced in its stead.
+        # The line map reads it too (read/line_map.py).
         self.expand: dict[int, tuple[cst.BaseStatement, list[cst.BaseStatement]]] = {}
         # The wrap of the model the DistributedOptimizer trained (compare/migrate/plan/wrap_plan.py), made in pass 1.
         # Without one (Lightning's strategy wraps; the model is an argument the caller trains; no training

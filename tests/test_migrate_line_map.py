@@ -1,0 +1,101 @@
+"""The line maps the passes make (compare/migrate/read/line_map.py): what a transform replaced, moved, removed or
+added, placed from the trees themselves, composed over passes; where a text diff of the two texts guessed wrong."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from compare.migrate import migrate_source
+from compare.migrate.read.line_map import LineMap, tracked_visit
+from compare.migrate.report.migration_report import place_changes
+
+TWO_BROADCASTS = """import torch
+import horovod.torch as hvd
+
+hvd.init()
+first, second = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+hvd.broadcast_parameters(first.state_dict(), root_rank=0)
+hvd.broadcast_parameters(second.state_dict(), root_rank=0)
+print(hvd.rank())
+"""
+
+
+class _Drop(cst.CSTTransformer):
+    """`drop()` statements removed."""
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        return cst.RemoveFromParent() if m.matches(updated_node, m.SimpleStatementLine(
+            body=[m.Expr(m.Call(func=m.Name("drop")))])) else updated_node
+
+
+class _Twice(cst.CSTTransformer):
+    """`twice()` statements written as a two-line block in their place."""
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if not m.matches(updated_node, m.SimpleStatementLine(body=[m.Expr(m.Call(func=m.Name("twice")))])):
+            return updated_node
+        return cst.parse_statement("for _ in range(2):\n    once()\n").with_changes(
+            leading_lines=updated_node.leading_lines)
+
+
+class _LastFirst(cst.CSTTransformer):
+    """The module's last statement moved to the top."""
+
+    def leave_Module(self, original_node, updated_node):
+        *rest, last = updated_node.body
+        return updated_node.with_changes(body=[last, *rest])
+
+
+def _mapped(lines: LineMap, count: int) -> list[int | None]:
+    return [lines.new_line(line) for line in range(1, count + 1)]
+
+
+def _back(lines: LineMap, count: int) -> list[int | None]:
+    return [lines.old_line(line) for line in range(1, count + 1)]
+
+
+def test_a_call_replaced_by_a_loop_maps_to_that_loop_not_the_loop_before():
+    migration = migrate_source(TWO_BROADCASTS)
+    new = migration.code.splitlines()
+    assert new[6:10] == ["for tensor in (first.state_dict()).values():", "    dist.broadcast(tensor, src=0)",
+                         "for tensor in (second.state_dict()).values():", "    dist.broadcast(tensor, src=0)"]
+    # A line diff aligns the two calls with the first two of the four lines that replace them: the second call
+    # (line 7) went to line 8, the first loop's body. The rewrite knows it became the loop at line 9.
+    assert _mapped(migration.lines, 8) == [1, 2, 3, 4, 6, 7, 9, 11]
+    # each loop, body included, comes back to the call it stands for; what the rewrite adds at the end, to none
+    assert _back(migration.lines, 13) == [1, 2, 3, 4, 4, 5, 6, 6, 7, 7, 8, None, None]
+    placed = {(c.line, c.new_line) for c in place_changes(migration) if c.before.startswith("hvd.broadcast")}
+    assert placed == {(6, 7), (7, 9)}
+
+
+def test_a_moved_statement_is_followed_among_identical_lines():
+    code = "x = 1\ny = x\nx = 1\nz = 2\n"
+    new, lines = tracked_visit(cst.parse_module(code), _LastFirst())
+    assert new.code == "z = 2\nx = 1\ny = x\nx = 1\n"
+    # a line diff keeps the three equal lines in place and calls `z = 2` removed and added; the walk moves it
+    assert _mapped(lines, 4) == [2, 3, 4, 1]
+    assert _back(lines, 4) == [4, 1, 2, 3]
+
+
+def test_removed_lines_have_no_place_and_nothing_comes_from_them():
+    code = "a = 1\n# about drop\ndrop()\nb = 2\n"
+    new, lines = tracked_visit(cst.parse_module(code), _Drop())
+    assert new.code == "a = 1\nb = 2\n"  # (LibCST removes a statement with the comment above it)
+    assert _mapped(lines, 4) == [1, None, None, 2]
+    assert _back(lines, 2) == [1, 4]
+
+
+def test_maps_compose_over_passes_and_invert():
+    code = "drop()\ntwice()\nx = 1\ndrop()\nx = 1\n"
+    dropped, first = tracked_visit(cst.parse_module(code), _Drop())
+    doubled, second = tracked_visit(dropped, _Twice())
+    assert doubled.code == "for _ in range(2):\n    once()\nx = 1\nx = 1\n"
+    both = first.then(second)
+    assert _mapped(both, 5) == [None, 1, 3, None, 4]
+    assert _mapped(both, 5) == [second.new_line(n) if (n := first.new_line(line)) else None for line in range(1, 6)]
+    assert _back(both, 4) == [2, 2, 3, 5]  # the block put in place of `twice()` comes back to it, body and all
+    assert _mapped(both.inverse(), 4) == _back(both, 4)
+    assert _back(both.inverse(), 5) == _mapped(both, 5)
+    assert _mapped(LineMap(), 3) == [1, 2, 3]  # no pass: the same lines
+    assert _mapped(LineMap().then(both), 5) == _mapped(both.then(LineMap()), 5) == _mapped(both, 5)
