@@ -50,20 +50,21 @@ def test_the_same_job_in_bf16_holds_and_a_5_percent_lr_change_fails(tmp_path, ho
 
 
 @pytest.mark.timeout(1500)
-def test_identical_jobs_hold_over_a_long_run_at_np_1_2_and_4(tmp_path, horovod_built):
+def test_identical_jobs_hold_over_a_long_run_at_np_2_and_4(tmp_path, horovod_built):
     # Four seeds: at np 4 the band runs out of power before the last step and the end points decide over seeds,
     # where 2 seeds left "undecided" once in CI (Horovod's fusion timing let one seed's chaos start early).
     # Seed 3's digits reference parts from DDP at step 9 at np 2, as its own one-ulp pair does: only a
-    # calibration of every seed holds it.
+    # calibration of every seed holds it. Not np 1, where the sides are bit-identical on this CPU (no sum
+    # across ranks) and the longest run of the three (every sample on one rank) could not fail.
     out = tmp_path / "cmp"
-    result = run([sys.executable, "-m", "compare", "run", "--np", "1,2,4", "--workload", "digits", "--epochs", "5",
+    result = run([sys.executable, "-m", "compare", "run", "--np", "2,4", "--workload", "digits", "--epochs", "5",
                   "--seeds", "0,1,2,3", "--repeats", "0", "--horovod-controller", "gloo", "--out", str(out)],
                  timeout=1400)
     assert result.returncode == Exit.OK, result.stdout[-3000:] + result.stderr[-3000:]
     assert "parity holds" in result.stdout
     report = json.loads((out / "report.json").read_text())["analysis"]
     bands = {level["world_size"]: level["band"]["source"] for level in report["levels"]}
-    assert bands == {1: "calibrated", 2: "calibrated", 4: "calibrated"}
+    assert bands == {2: "calibrated", 4: "calibrated"}
     long = [s for level in report["levels"] for c in level["comparisons"].values() for s in c["seeds"]]
     assert all(s["losses"]["n_common"] >= 50 for s in long)
     # The calibrated defaults keep their headroom on this job (docs/parity.md, "The numbers behind each default").
