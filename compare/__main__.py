@@ -7,6 +7,7 @@ is derived from; the command's module is imported only to run it. The exit statu
 
 from __future__ import annotations
 
+import os
 import sys
 
 from compare.commands.cli import chosen_command, entry_point, parse, program_name
@@ -26,12 +27,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         ns = parse(argv)
-        return entry_point(ns)(ns)
+        code = entry_point(ns)(ns)
+        sys.stdout.flush()  # here, where a reader that went away is caught, not in the interpreter's exit
+        return code
     except ModuleNotFoundError as exc:  # the light install (migrate alone) running another command
         if (line := not_installed(exc, chosen_command(argv))) is None:
             raise
         print(f"{program_name()}: error: {line}", file=sys.stderr)
         return Exit.USAGE
+    except BrokenPipeError:
+        # `compare check a b | head`: stop as other command-line tools do, without a traceback; stdout goes to
+        # /dev/null so that the interpreter's flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.PIPE_CLOSED
     except Exception as exc:
         if not bad_input(exc):
             raise

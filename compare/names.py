@@ -20,6 +20,7 @@ class Exit(IntEnum):
     DIFFERENT_JOBS = 5
     NEEDS_A_PERSON = 6
     INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT)
+    PIPE_CLOSED = 141  # the shell's convention for a reader that went away (128 + SIGPIPE): `| head`
 
     @property
     def words(self) -> str:
@@ -36,6 +37,7 @@ _EXIT_WORDS = {
     Exit.NEEDS_A_PERSON: "compare migrate: written, but Horovod uses with no DDP equivalent were flagged "
                          "(--allow-partial: 0)",
     Exit.INTERRUPTED: "interrupted (Ctrl-C)",
+    Exit.PIPE_CLOSED: "the reader of the output went away (piped into head): stopped quietly",
 }
 
 

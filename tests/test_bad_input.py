@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
-from helpers import run
+from helpers import ROOT, run
+
+from compare.names import Exit
 
 CASES = {
     "unknown workload": (["--workload", "nope"], "unknown workload 'nope'"),
@@ -42,3 +45,16 @@ def test_unwritable_out(tmp_path, module):
     result = run([sys.executable, "-m", module, "--out", str(blocker / "run")], timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "is not writable" in result.stderr, result.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_ends_quietly():
+    """`python -m compare check A B | head -1`: the reader goes away before the verdict is written; the command
+    stops with the shell's status for it, and no traceback reaches the terminal."""
+    records = ROOT / "tests" / "data" / "records"
+    process = subprocess.Popen([sys.executable, "-m", "compare", "check", str(records / "base-s0"),
+                                str(records / "lr5-s0")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                               text=True)
+    process.stdout.close()  # the reader is gone before the command writes
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == Exit.PIPE_CLOSED, stderr
+    assert stderr == "", stderr
