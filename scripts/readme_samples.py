@@ -102,6 +102,10 @@ SAMPLES: dict[str, Sample] = {
     "faults": Sample(
         "docs/fault-tolerance.md", ["python -m compare faults --out results/faults"], launches=True,
         stored=["results/faults/faults.json"]),
+    "soak": Sample(
+        "docs/fault-tolerance.md", ["python scripts/soak.py --jobs 20 --out results/soak"],
+        copies={"scripts/soak.py": "scripts/soak.py", "scripts/leftovers.py": "scripts/leftovers.py"}, launches=True,
+        stored=["results/soak/soak.json"]),
     "migrate-launch": Sample(
         "docs/migration.md",
         ['python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"']),

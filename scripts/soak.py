@@ -213,8 +213,9 @@ def run_soak(ns: argparse.Namespace) -> int:
     if final:
         print(f"at the end, left behind: {final.describe()}", file=sys.stderr)
         detector.kill(final)
-    write_json_atomic(out / "soak.json", document(ns, results, final, foreign_seen, started, done=not interrupted))
-    summary = render_markdown(ns, results, final, foreign_seen, time.monotonic() - started)
+    record = document(ns, results, final, foreign_seen, started, done=not interrupted)
+    write_json_atomic(out / "soak.json", record)
+    summary = render_markdown(record)
     write_atomic(out / "soak.md", summary)
     print(summary)
     print(f"soak: {out / 'soak.md'}  (also soak.json, job logs in {jobs_dir})")
@@ -256,43 +257,48 @@ def totals(results: list[JobResult], final: Leftovers, seconds: float) -> dict:
     }
 
 
-def render_markdown(ns: argparse.Namespace, results: list[JobResult], final: Leftovers, foreign: set[ProcKey],
-                    seconds: float) -> str:
-    t = totals(results, final, seconds)
+def render_markdown(document: dict) -> str:
+    """The summary, from soak.json's document alone (so that the docs' sample is re-rendered from its record)."""
+    settings, t, jobs = document["settings"], document["totals"], document["jobs"]
     lines = [f"# Soak: {t['jobs']} jobs through compare's orchestration", "",
-             f"mlp at np 2, {ns.steps} steps; faults on rank 1 after step {ns.fail_at_step}; collective timeout "
-             f"{ns.collective_timeout:g} s; launch timeout {ns.timeout:g} s; leftovers checked after every job "
-             f"(grace {ns.grace:g} s) and at the end.", "",
+             f"mlp at np 2, {settings['steps']} steps; faults on rank 1 after step {settings['fail_at_step']}; "
+             f"collective timeout {settings['collective_timeout_s']:g} s; launch timeout "
+             f"{settings['launch_timeout_s']:g} s; leftovers checked after every job (grace {settings['grace_s']:g} s) "
+             "and at the end.", "",
              "| launcher | scenario | jobs | outcomes | median s | max s | left processes | left ports |",
              "|---|---|---|---|---|---|---|---|"]
-    groups: dict[tuple[str, str], list[JobResult]] = {}
-    for r in results:
-        groups.setdefault((r.setup, r.scenario), []).append(r)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for job in jobs:
+        groups.setdefault((job["setup"], job["scenario"]), []).append(job)
     order = {name: i for i, name in enumerate(SETUPS)}
     for (setup, scenario), group in sorted(groups.items(),
                                            key=lambda kv: (order[kv[0][0]], SCENARIOS.index(kv[0][1]))):
-        counts = Counter(r.outcome for r in group)
-        expected = group[0].expected
+        counts = Counter(job["outcome"] for job in group)
+        expected = group[0]["expected"]
         outcomes = ", ".join(f"{n} {o}" + ("" if o == expected else " (unexpected)") for o, n in counts.most_common())
-        secs = [r.seconds for r in group]
-        left_procs, left_ports = (sum(len(r.leftover_processes) for r in group),
-                                  sum(len(r.leftover_ports) for r in group))
-        network = " (private network)" if group[0].network == "private" else ""
+        secs = [job["seconds"] for job in group]
+        left_procs = sum(len(job["leftover_processes"]) for job in group)
+        left_ports = sum(len(job["leftover_ports"]) for job in group)
+        network = " (private network)" if group[0]["network"] == "private" else ""
         lines.append(f"| {SETUPS[setup].describe}{network} | {scenario} | {len(group)} | {outcomes} "
                      f"| {statistics.median(secs):.1f} | {max(secs):.1f} | {left_procs} | {left_ports} |")
-    outcome_text = ", ".join(f"{n} {o}" for o, n in Counter(r.outcome for r in results).most_common())
+    outcome_text = ", ".join(f"{n} {o}" for o, n in Counter(job["outcome"] for job in jobs).most_common())
     lines += ["", f"- jobs: {t['jobs']} ({outcome_text}); not as expected: {t['not_as_expected']}",
               f"- leftover processes: {t['leftover_processes']}",
               f"- leftover listening ports: {t['leftover_listening_ports']}",
-              f"- total time: {seconds / 60:.1f} min"]
-    if foreign:
-        lines.append(f"- ignored: {len(foreign)} launcher processes of other runs on this machine (no soak marker)")
-    for r in results:
-        if r.leftover_processes or r.leftover_ports:
-            lines.append(f"- job {r.index:03d} ({r.setup} {r.scenario}) left: "
-                         f"{[p['pid'] for p in r.leftover_processes]} {[p['address'] for p in r.leftover_ports]}")
-    if final:
-        lines.append(f"- at the end: {final.describe()}")
+              f"- total time: {t['seconds'] / 60:.1f} min"]
+    if document["foreign_processes_ignored"]:
+        lines.append(f"- ignored: {document['foreign_processes_ignored']} launcher processes of other runs on this "
+                     "machine (no soak marker)")
+    for job in jobs:
+        if job["leftover_processes"] or job["leftover_ports"]:
+            lines.append(f"- job {job['index']:03d} ({job['setup']} {job['scenario']}) left: "
+                         f"{[p['pid'] for p in job['leftover_processes']]} "
+                         f"{[p['address'] for p in job['leftover_ports']]}")
+    final = document["final_leftovers"]
+    if final["processes"] or final["ports"]:
+        lines.append(f"- at the end: {[p['pid'] for p in final['processes']]} "
+                     f"{[p['address'] for p in final['ports']]}")
     return "\n".join(lines) + "\n"
 
 

@@ -184,6 +184,20 @@ def test_the_faults_sample_is_what_the_renderer_makes_of_its_record():
     assert shown == expected, "the faults sample is not what compare faults prints for its record: make samples"
 
 
+def test_the_soak_sample_is_what_the_script_renders_from_its_record():
+    """The soak launches a job per launcher and scenario: its summary is rendered again from the soak.json
+    stored with the sample."""
+    spec = importlib.util.spec_from_file_location("soak", ROOT / "scripts" / "soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    sys.modules["soak"] = soak
+    spec.loader.exec_module(soak)
+    shown = said_when("soak")
+    document = json.loads((STORE / "soak" / "results" / "soak" / "soak.json").read_text())
+    printed = [*soak.render_markdown(document).rstrip("\n").split("\n"), "",
+               "soak: results/soak/soak.md  (also soak.json, job logs in results/soak/jobs)"]
+    assert shown == printed, "the soak sample is not what scripts/soak.py prints for its record: make samples"
+
+
 def verify_sides(name: str) -> tuple[str, str]:
     horovod, ddp = SAMPLES[name].stored
     return horovod, ddp
@@ -241,7 +255,6 @@ COMPUTED_ELSEWHERE = {
 # set-up's times (a fresh machine). Each is the page and the table's first line; the list may only shrink.
 NOT_YET_SAMPLES = {
     ("docs/setup.md", "| step | the first set-up, `EXTRAS=ray,spark` | again, no extras, Horovod's wheel cached |"),
-    ("docs/fault-tolerance.md", "| launcher | scenario | jobs | outcomes | median s | max s | left processes |"),
     ("docs/parity.md", "| workload | one-ulp pair, bf16 | band there | headroom | 5% lr change from step 40 |"),
     ("docs/parity.md", "| workload, np | one-ulp pairs vs `STEP_RTOL` (steps 1-20) | one-ulp pairs vs the defa"),
     ("docs/parity.md", "| measured | largest relative gap, steps 1-20 | headroom |"),
