@@ -110,6 +110,32 @@ def test_the_run_time_reduction_follows_horovods_rule():
         torch.distributed.destroy_process_group()
 
 
+def test_the_step_hook_keeps_horovods_float16_round_trip():
+    """average_gradients_at_step(compression=fp16_compress_hook) in a one-rank Gloo group: the gradient the step
+    sees went through float16, as under hvd.Compression.fp16; without compression it is the gradient itself;
+    any other compression is refused rather than dropped."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    namespace: dict = {}
+    exec("import torch\nimport torch.distributed as dist\n" + HELPERS["average_gradients_at_step"], namespace)
+    at_step = namespace["average_gradients_at_step"]
+    torch.distributed.init_process_group("gloo", store=torch.distributed.HashStore(), rank=0, world_size=1)
+    try:
+        seen = {}
+        for compression in (None, default_hooks.fp16_compress_hook):
+            weight = torch.nn.Parameter(torch.zeros(3))
+            optimizer = at_step(torch.optim.SGD([weight], lr=1.0), compression=compression)
+            weight.grad = torch.tensor([1 / 3, 1e-4 + 1e-9, 3000.7])  # none of them a float16
+            optimizer.step()
+            seen[compression] = -weight.detach()
+        assert torch.equal(seen[None], torch.tensor([1 / 3, 1e-4 + 1e-9, 3000.7]))
+        assert torch.equal(seen[default_hooks.fp16_compress_hook],
+                           torch.tensor([1 / 3, 1e-4 + 1e-9, 3000.7]).half().float())
+        with pytest.raises(TypeError, match="fp16_compress_hook or None"):
+            at_step(torch.optim.SGD([weight], lr=1.0), compression=default_hooks.allreduce_hook)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
 def test_cpu_metrics_move_through_the_gpu_under_nccl():
     migration = _migrate("cpu_metrics_nccl")
     assert migration.flags == []

@@ -206,8 +206,9 @@ def test_an_elastic_ray_job_is_flagged_and_the_rest_rewritten(tmp_path, capsys):
     assert "    if ray.train.get_context().get_world_rank() == 0:\n        print(f\"held out:" in code
     assert "            sampler = DistributedSampler(train_set)\n" in code
     # trained through the elastic state (`state.model(pixels)`), which no wrapper can reach: Horovod's averaging
-    # at step() stays (the elastic part needs a person anyway)
-    assert "    optimizer = average_gradients_at_step(optimizer)\n" in code
+    # at step() stays (the elastic part needs a person anyway), and so does its float16 compression under --fp16
+    assert "    compression = default_hooks.fp16_compress_hook if opts.fp16 else None\n" \
+           "    optimizer = average_gradients_at_step(optimizer, compression=compression)\n" in code
     assert "    return all_reduce_mean(torch.tensor(value)).item()" in code
     # what stays needs its imports to resolve
     assert "import horovod.torch as hvd" in code and "from horovod.ray import ElasticRayExecutor" in code

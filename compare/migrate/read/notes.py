@@ -338,6 +338,8 @@ STEP_HOOK_OPTIMIZER = (
     "every gradient over the ranks and divides by their number (op=hvd.Sum: no division), as hvd.Distributed"
     "Optimizer did. It trains the same; it is slower than DDP, which overlaps the communication with backward(): "
     "for speed, wrap the model in DistributedDataParallel where it is built and drop this line.")
+STEP_HOOK_COMPRESSION = ("compression= goes with it: where it is fp16_compress_hook (hvd.Compression.fp16), each "
+                         "gradient travels as float16, summed and divided there as Horovod's, and is cast back.")
 SPENT_CONSTANT = ("This constant only named the Horovod module a loader imported; the loader is migrated, and "
                   "nothing else reads it.")
 HOROVOD_NAME_KEPT = ("The name \"horovod\" is kept where a user chooses it (a backend's or a registry's key, a "

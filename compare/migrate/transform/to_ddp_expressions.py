@@ -94,8 +94,14 @@ class ExpressionRewrites(RewriteBase):
         op = argument(original, 99, "op")
         summed = op is not None and self.uses.hvd_name(op) == "Sum"
         code = cst.Module([]).code_for_node(inner)
-        call = f"{self.helper('average_gradients_at_step')}({code}{', average=False' if summed else ''})"
-        self.note(original, call, notes.STEP_HOOK_OPTIMIZER)
+        # compression=, as rewritten inside the call (fp16 -> fp16_compress_hook, none -> None); a name keeps its
+        # binding, which is rewritten where it is bound
+        compression = argument(updated, 2, "compression")
+        carried = "" if compression is None or m.matches(compression, m.Name("None")) else \
+            f", compression={cst.Module([]).code_for_node(compression)}"
+        call = f"{self.helper('average_gradients_at_step')}({code}{', average=False' if summed else ''}{carried})"
+        self.note(original, call, " ".join([notes.STEP_HOOK_OPTIMIZER, *([notes.STEP_HOOK_COMPRESSION] if carried
+                                                                        else [])]))
         return parse_expr(call)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:

@@ -1,5 +1,6 @@
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from backends.base import Backend
@@ -22,7 +23,9 @@ class DDPBackend(Backend):
         return dist.get_world_size()
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
-        return DistributedDataParallel(model)  # broadcasts rank 0's weights, averages gradients in backward
+        wrapped = DistributedDataParallel(model)  # broadcasts rank 0's weights, averages gradients in backward
+        wrapped.register_comm_hook(None, default_hooks.fp16_compress_hook)  # as Horovod's Compression.fp16
+        return wrapped
 
     def sync_initial_state(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
         pass  # the weights are broadcast by DDP; the optimizer has no state before its first step

@@ -33,13 +33,18 @@ def all_reduce_mean_2(tensor):
     return result
 
 
-def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
+def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True, compression=None):
     """hvd.DistributedOptimizer where no DistributedDataParallel can be made that the caller trains through (the
     model is another module's, or a function's argument): before each step(), every gradient the optimizer
     updates is summed over the ranks and divided by their number, as Horovod's allreduce does (without DDP's
     overlap of communication with backward). As Horovod's synchronize(): every parameter that requires a
     gradient, in the optimizer's order on every rank, a zero where this rank's backward() gave it none, so that
-    ranks that used other parameters still make the same collectives."""
+    ranks that used other parameters still make the same collectives. compression: None, or DDP's
+    fp16_compress_hook where Horovod had Compression.fp16: as Horovod's, each gradient travels as float16, is
+    summed and divided there, and is cast back."""
+    if compression is not None and getattr(compression, "__name__", None) != "fp16_compress_hook":
+        raise TypeError(f"average_gradients_at_step: compression is fp16_compress_hook or None, not {compression!r}")
+
     def average_gradients(optimizer, args, kwargs):
         for group in optimizer.param_groups:
             for parameter in group["params"]:
@@ -47,8 +52,11 @@ def average_gradients_at_step(optimizer, op=dist.ReduceOp.SUM, average=True):
                     continue
                 if parameter.grad is None:
                     parameter.grad = torch.zeros_like(parameter)
-                dist.all_reduce(parameter.grad, op=op)
+                wire = parameter.grad if compression is None else parameter.grad.to(torch.float16)
+                dist.all_reduce(wire, op=op)
                 if average:
-                    parameter.grad.div_(dist.get_world_size())
+                    wire.div_(dist.get_world_size())
+                if wire is not parameter.grad:
+                    parameter.grad.copy_(wire)
     optimizer.register_step_pre_hook(average_gradients)
     return optimizer
