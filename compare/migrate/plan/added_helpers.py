@@ -259,6 +259,9 @@ def helper_code(name: str, renamed: dict[str, str]) -> str:
 def helpers_module_code(names: list[str], renamed: dict[str, str]) -> str:
     """The one module a repository's migrated files import their helpers from."""
     imports = sorted({"torch", *(module for name in names for module in HELPER_IMPORTS.get(name, ()))})
+    code = "".join("\n\n" + helper_code(name, renamed) + "\n" for name in names)
+    uses_dist = re.search(r"(?<![\w.])dist\.", code) is not None  # (horovod_zero_gradient_step alone does not)
     lines = ['"""Added by `python -m compare migrate`: each function stands for the Horovod call its docstring '
-             'names."""', "", *(f"import {module}" for module in imports), "import torch.distributed as dist", ""]
-    return "\n".join(lines) + "".join("\n\n" + helper_code(name, renamed) + "\n" for name in names)
+             'names."""', "", *(f"import {module}" for module in imports),
+             *(["import torch.distributed as dist"] if uses_dist else []), ""]
+    return "\n".join(lines) + code

@@ -10,6 +10,8 @@ MODULE_PASSED_ON = ("The Horovod module itself was handed on here (returned, pas
                     "received by one): torch.distributed is handed on in its place, and the code that receives it "
                     "is migrated with the rest. A caller outside the repository that expects Horovod's API gets "
                     "torch.distributed's.")
+IMPORT_UNUSED = ("Removed: nothing left in this file uses Horovod's module or torch.distributed (its uses became DDP, "
+                 "a helper or nothing); DDP and the hooks are imported where they are used.")
 IMPORT_HOROVOD = "The horovod package was only used for horovod.run, now torch.multiprocessing.spawn."
 INIT = ("init_process_group() reads torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT). No backend "
         "named: torch takes the machine's accelerator's, NCCL on GPUs (CUDA tensors alone) and Gloo on CPU. Horovod "

@@ -345,9 +345,11 @@ class StatementRewrites(RewriteBase):
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         body = self._body(list(updated.body), end_of_job=self._is_init_block(original))
-        if self.uses.lightning and not self.helpers and not any(
-                m.findall(s, m.Attribute(value=m.Name("dist"))) for s in body):
-            # Lightning does the distributed work: torch.distributed is imported only where it is used.
+        if self.dist_import is not None and not self.helpers and not any(
+                m.findall(s, m.Name("dist")) for s in body
+                if not (isinstance(s, cst.SimpleStatementLine) and s.body[0] is self.dist_import)):
+            # torch.distributed is imported only where it is used: under Lightning, which does the distributed
+            # work, and where every use of Horovod in the file became something else (a wrapper, a removal).
             self.imports.discard(("torch.distributed", None, "dist"))
             index = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
                           and s.body[0] is self.dist_import), None)
@@ -358,7 +360,8 @@ class StatementRewrites(RewriteBase):
                         leading_lines=[*removed.leading_lines, *body[index].leading_lines])
             for change in self.changes:
                 if change.note == notes.IMPORT:
-                    change.after, change.note = "", notes.LIGHTNING_IMPORT
+                    change.after = ""
+                    change.note = notes.LIGHTNING_IMPORT if self.uses.lightning else notes.IMPORT_UNUSED
                 elif change.note == notes.IMPORT_KEPT:
                     change.after = "(this import kept)"
         if self.helpers and self.helpers_module:

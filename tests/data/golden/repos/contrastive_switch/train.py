@@ -10,7 +10,6 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from comm import average, init_distributed
 
-import torch.distributed as dist
 from data import FEATURES, make_loader
 from model import Encoder, contrastive_loss
 

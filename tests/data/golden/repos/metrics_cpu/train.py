@@ -2,7 +2,6 @@
 
 import argparse
 
-import torch.distributed as torch_dist
 import torch
 from torch import nn
 

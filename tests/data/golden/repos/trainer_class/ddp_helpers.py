@@ -1,7 +1,6 @@
 """Added by `python -m compare migrate`: each function stands for the Horovod call its docstring names."""
 
 import torch
-import torch.distributed as dist
 
 
 def horovod_zero_gradient_step(optimizer, keep_state):
