@@ -144,7 +144,19 @@ if [ "$mode" = --check ]; then
     exit 0
 fi
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's time, said at the end (docs/setup.md's "How long" is made of these lines).
+set_up_started=$SECONDS
+step_names=() step_started=()
+step() { printf '\n==> %s\n' "$*"; step_names+=("$*"); step_started+=("$SECONDS"); }
+step_times() {
+    local i end
+    echo "set-up steps, in seconds:"
+    for i in "${!step_names[@]}"; do
+        end=${step_started[$((i + 1))]:-$SECONDS}
+        printf '%6d  %s\n' $((end - step_started[i])) "${step_names[i]}"
+    done
+    printf '%6d  all\n' $((SECONDS - set_up_started))
+}
 
 # --- Debian packages, no service at boot ----------------------------------------------------------------
 # Debian's packages of daemons (openssh-server, munge, slurmd, slurmctld) enable their service at boot and
@@ -281,4 +293,5 @@ step "checking the Horovod build"
 stamp > "$stamp_file.tmp"
 mv "$stamp_file.tmp" "$stamp_file"
 echo
+step_times
 echo "setup done: activate with 'source $VENV/bin/activate'"
