@@ -99,3 +99,19 @@ def test_maps_compose_over_passes_and_invert():
     assert _back(both.inverse(), 5) == _mapped(both, 5)
     assert _mapped(LineMap(), 3) == [1, 2, 3]  # no pass: the same lines
     assert _mapped(LineMap().then(both), 5) == _mapped(both.then(LineMap()), 5) == _mapped(both, 5)
+
+
+class _Unwrap(cst.CSTTransformer):
+    """An if/else replaced by its else block's statements, as switches.py removes a switch's Horovod branch."""
+
+    def leave_If(self, original_node, updated_node):
+        return cst.FlattenSentinel(updated_node.orelse.body.body)
+
+
+def test_statements_put_in_a_removed_blocks_place_come_back_to_their_own_lines():
+    code = "a = 1\nif flag:\n    b = 2\nelse:\n    c = 3\n    d = 4\ne = 5\n"
+    new, lines = tracked_visit(cst.parse_module(code), _Unwrap())
+    assert new.code == "a = 1\nc = 3\nd = 4\ne = 5\n"
+    assert _mapped(lines, 7) == [1, 2, None, None, 2, 3, 4]  # the `if` goes to the first statement it left
+    # `c = 3` and `d = 4` are themselves, moved: each comes back to its own line, not to the `if`'s
+    assert _back(lines, 4) == [1, 5, 6, 7]

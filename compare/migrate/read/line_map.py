@@ -118,7 +118,8 @@ def _step(left: Sequence[tuple[cst.CSTNode, object]], before: Mapping[cst.CSTNod
           expand: Mapping[int, tuple[cst.CSTNode, Sequence[cst.CSTNode]]]) -> _Step:
     """Each input node's lines -> the lines of what the pass left in its place (a line within a statement whose
     length changed: the same offset, or its last line), and back. A statement put in another's place (a block
-    for a call) comes back whole from that one's lines, but for the nodes within it the pass left itself."""
+    for a call) comes back whole from that one's lines, but for the nodes within it, or itself, that the pass left
+    (a branch's statements in the place of the `if` that held them): those come back from their own."""
     copies: dict[int, cst.CSTNode] = {}
     for node in after:
         if isinstance(node, TRACKED):
@@ -127,13 +128,14 @@ def _step(left: Sequence[tuple[cst.CSTNode, object]], before: Mapping[cst.CSTNod
     def found(node: cst.CSTNode) -> cst.CSTNode | None:
         return node if node in after else copies.get(_content(node))
 
-    pairs: list[tuple[Span, Span | None, Span | None]] = []  # the input's lines, the output's, those that come back
+    # the input's lines, the output's, those that come back, and whether they come back as put in its place
+    pairs: list[tuple[Span, Span | None, Span | None, bool]] = []
     for original, result in left:
         old = _owned(original, before)
         if old is None:
             continue
         if isinstance(result, cst.RemovalSentinel):
-            pairs.append((old, None, None))
+            pairs.append((old, None, None, False))
             continue
         flattened = isinstance(result, cst.FlattenSentinel)
         nodes: list[tuple[cst.CSTNode, bool]] = []  # each, and whether it was put in the original's place
@@ -144,15 +146,16 @@ def _step(left: Sequence[tuple[cst.CSTNode, object]], before: Mapping[cst.CSTNod
         for node, put_in_place in nodes:
             if (there := found(node)) is not None and (new := _owned(there, after)) is not None:
                 whole = after[there]
-                pairs.append((old, new, (whole.start.line, whole.end.line) if put_in_place else new))
+                pairs.append((old, new, (whole.start.line, whole.end.line) if put_in_place else new, put_in_place))
     forward: dict[int, int | None] = {}
     backward: dict[int, int | None] = {}
     # The larger spans first: a comment line within a statement's brackets is its own. Of the several statements
     # one was replaced by, the first holds its line.
-    for old, new, _ in sorted(pairs, key=lambda p: (p[0][0] - p[0][1], -p[1][0] if p[1] else 0)):
+    for old, new, *_ in sorted(pairs, key=lambda p: (p[0][0] - p[0][1], -p[1][0] if p[1] else 0)):
         for line in range(old[0], old[1] + 1):
             forward[line] = None if new is None else new[0] + min(line - old[0], new[1] - new[0])
-    for old, _, back in sorted([p for p in pairs if p[2] is not None], key=lambda p: p[2][0] - p[2][1]):
+    # Back: the larger spans first, and of equal spans what was put in a place before what the pass left itself.
+    for old, _, back, _ in sorted([p for p in pairs if p[2] is not None], key=lambda p: (p[2][0] - p[2][1], not p[3])):
         for line in range(back[0], back[1] + 1):  # type: ignore[index]
             backward[line] = old[0] + min(line - back[0], old[1] - old[0])  # type: ignore[index]
     return _Step(forward, backward)
