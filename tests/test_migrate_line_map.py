@@ -115,3 +115,36 @@ def test_statements_put_in_a_removed_blocks_place_come_back_to_their_own_lines()
     assert _mapped(lines, 7) == [1, 2, None, None, 2, 3, 4]  # the `if` goes to the first statement it left
     # `c = 3` and `d = 4` are themselves, moved: each comes back to its own line, not to the `if`'s
     assert _back(lines, 4) == [1, 5, 6, 7]
+
+
+def test_a_pass_that_moves_nothing_maps_every_line_to_itself():
+    """Every line has an owner: clauses, decorators, comments within brackets, a match statement's cases."""
+    code = """@decorate(
+    1,  # within
+)
+def f(
+    a,
+):
+    try:
+        x = [
+        # a comment
+            1,
+        ]
+    except (
+        ValueError
+    ):
+        pass
+    else:
+        pass
+    finally:
+        pass
+    match (
+        a
+    ):
+        case 1:
+            pass
+        case _: pass
+"""
+    new, lines = tracked_visit(cst.parse_module(code), cst.CSTTransformer())
+    count = len(code.splitlines())
+    assert new.code == code and _mapped(lines, count) == _back(lines, count) == list(range(1, count + 1))

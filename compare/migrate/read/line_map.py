@@ -4,7 +4,7 @@ read in the input and in the output tree, so two identical lines are never taken
 would. A file's passes compose (`a.then(b)`); the migration carries the composition (Migration.lines).
 
 A line is owned by the node that starts it: a simple statement (all its lines), a compound statement's header
-(up to its colon), an else/except/finally clause's, a decorator, a blank or comment line. What a pass adds
+(up to its colon), an else/except/finally/case clause's, a decorator, a blank or comment line. What a pass adds
 (helpers, imports, a `pass`) has no original line; what it removes has no new one.
 
 A node the pass left is found in the output as itself, or as a copy with other fields alone changed (a block
@@ -22,8 +22,8 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 TRACKED = (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
-           cst.Finally, cst.Decorator, cst.EmptyLine)
-HEADED = (cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)
+           cst.Finally, cst.MatchCase, cst.Decorator, cst.EmptyLine)
+HEADED = (cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
 
 Span = tuple[int, int]  # first and last line, both included
 
@@ -102,7 +102,10 @@ def _owned(node: cst.CSTNode, positions: Mapping[cst.CSTNode, CodeRange]) -> Spa
         return start, start
     if isinstance(node, HEADED):
         body = getattr(node, "body", None)
-        colon = positions.get(body.header) if isinstance(body, cst.IndentedBlock) else positions.get(body)  # type: ignore[arg-type]
+        # what follows the colon: a block's header, a one-line suite; a match statement's cases have no body
+        after_colon = body.header if isinstance(body, cst.IndentedBlock) else body if body is not None else getattr(
+            node, "whitespace_after_colon", None)
+        colon = positions.get(after_colon) if after_colon is not None else None
         return start, colon.start.line if colon is not None else start
     return start, where.end.line
 
