@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
+from helpers import ROOT
 
 from compare.migrate import migrate_source
+from compare.migrate.migrate_tree import migrate_tree
 from compare.migrate.read.line_map import LineMap, tracked_visit
+from compare.migrate.read.repository import Repository
 from compare.migrate.report.migration_report import place_changes
 
 TWO_BROADCASTS = """import torch
@@ -148,3 +151,17 @@ def f(
     new, lines = tracked_visit(cst.parse_module(code), cst.CSTTransformer())
     count = len(code.splitlines())
     assert new.code == code and _mapped(lines, count) == _back(lines, count) == list(range(1, count + 1))
+
+
+def test_a_change_is_placed_on_its_own_statements_code_not_a_neighbours_alike():
+    """gan_resume's two broadcast_optimizer_state calls become three lines each, alike but for the optimizer's
+    name: each change's new line is one of those its own call became (or one the rewrite added, as the
+    destroy_process_group() at the block's end), never the other call's."""
+    tree = migrate_tree(Repository.read(ROOT / "examples" / "repos" / "gan_resume"))
+    migration = next(f.migration for f in tree.files if f.path == "train.py")
+    changes = [c for c in place_changes(migration) if c.line and c.new_line is not None]
+    assert [migration.lines.old_line(c.new_line) for c in changes if migration.lines.old_line(c.new_line) not in (
+        c.line, None)] == []
+    code = migration.code.splitlines()
+    loads = {c.line: code[c.new_line - 1].strip() for c in changes if c.before.startswith("hvd.broadcast_optimizer")}
+    assert loads == {50: "opt_g.load_state_dict(optimizer_state[0])", 51: "opt_d.load_state_dict(optimizer_state[0])"}
