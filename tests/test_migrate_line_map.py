@@ -165,3 +165,24 @@ def test_a_change_is_placed_on_its_own_statements_code_not_a_neighbours_alike():
     code = migration.code.splitlines()
     loads = {c.line: code[c.new_line - 1].strip() for c in changes if c.before.startswith("hvd.broadcast_optimizer")}
     assert loads == {50: "opt_g.load_state_dict(optimizer_state[0])", 51: "opt_d.load_state_dict(optimizer_state[0])"}
+
+
+class _MoreArguments(cst.CSTTransformer):
+    """`f(...)` given two arguments before its own, one a line, as the Lightning rewrite gives a Trainer its
+    strategy."""
+
+    def leave_Call(self, original_node, updated_node):
+        first = cst.Arg(cst.Name("strategy"), comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+            indent=True, last_line=cst.SimpleWhitespace("    "))))
+        return updated_node.with_changes(args=[first, first.with_changes(value=cst.Name("devices")),
+                                               *updated_node.args])
+
+
+def test_lines_within_a_statement_that_grew_follow_its_text():
+    code = "x = f(\n    a,\n    b,\n)\ny = 1\n"
+    new, lines = tracked_visit(cst.parse_module(code), _MoreArguments())
+    assert new.code == "x = f(\n    strategy,\n    devices,\n    a,\n    b,\n)\ny = 1\n"
+    # the same offset would put `a,` at `strategy,` and `b,` at `devices,`: the statement's own lines, matched,
+    # do not; the arguments added come from the line before them
+    assert _mapped(lines, 5) == [1, 4, 5, 6, 7]
+    assert _back(lines, 7) == [1, 1, 1, 2, 3, 4, 5]
