@@ -50,7 +50,7 @@ def change_row(change: Change, after: str | None = None) -> str:
     """A change's row in a file's table: its line before and after (`-`: added, removed), the Horovod code, the
     DDP code (or `after`), the note."""
     new_line = "-" if change.new_line is None else str(change.new_line)
-    return (f"| {change.line or '-'} | {new_line} | {markdown_code(change.before)} | "
+    return (f"| {change.line or '-'} | {new_line} | {markdown_code(change.before, '(added)')} | "
             f"{markdown_code(change.after if after is None else after)} | {markdown_cell(change.note)} |")
 
 
@@ -58,8 +58,9 @@ def markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_code(text: str) -> str:
-    return f"`{markdown_cell(text)}`" if text else "(removed)"
+def markdown_code(text: str, none: str = "(removed)") -> str:
+    """Code in a cell; `none` where there is none (the Horovod column's: added)."""
+    return f"`{markdown_cell(text)}`" if text else none
 
 
 def where(flag: Flag) -> str:
