@@ -186,3 +186,20 @@ def test_lines_within_a_statement_that_grew_follow_its_text():
     # do not; the arguments added come from the line before them
     assert _mapped(lines, 5) == [1, 4, 5, 6, 7]
     assert _back(lines, 7) == [1, 1, 1, 2, 3, 4, 5]
+
+
+class _ElifFirst(cst.CSTTransformer):
+    """An `if` whose branch goes replaced by its `elif`, as switches.py removes a switch's Horovod branch."""
+
+    def leave_If(self, original_node, updated_node):
+        if m.matches(updated_node.test, m.Name("horovod")):
+            return updated_node.orelse.with_changes(leading_lines=updated_node.leading_lines)
+        return updated_node
+
+
+def test_an_elif_made_the_if_comes_back_to_its_own_line():
+    code = "if horovod:\n    a = 1\nelif ddp:\n    b = 2\nelse:\n    c = 3\n"
+    new, lines = tracked_visit(cst.parse_module(code), _ElifFirst())
+    assert new.code == "if ddp:\n    b = 2\nelse:\n    c = 3\n"
+    assert _mapped(lines, 6) == [1, None, 1, 2, 3, 4]
+    assert _back(lines, 4) == [3, 4, 5, 6]  # `if ddp:` is the elif's test, not the removed `if horovod:`

@@ -11,7 +11,8 @@ A node the pass left is found in the output as itself, or as a copy with other f
 that moves the comments of a removed statement onto the next one: the copy holds the same body). A transformer
 that puts statements in another's place when it leaves the enclosing block, not the statement itself, says so in
 `expand` (id(the node it left) -> (that node, the statements put in its place)); the node's lines go to the first
-of those, and each of them comes from the node's lines."""
+of those, and each of them comes from the node's lines. A node replaced by what the walk left for another (an `if`
+by its `elif`) goes to it, and it comes from its own lines."""
 
 from __future__ import annotations
 
@@ -147,6 +148,12 @@ def _step(left: Sequence[tuple[cst.CSTNode, object]], before: Mapping[cst.CSTNod
     A statement put in another's place (a block for a call) comes back whole from that one's lines, but for the
     nodes within it, or itself, that the pass left (a branch's statements in the place of the `if` that held
     them): those come back from their own."""
+    # whose result holds each content: a node the walk left first (the walk leaves children first), so that a
+    # parent that returns a child's result (an `elif` made the `if`) puts it in its place, not itself
+    holder: dict[int, cst.CSTNode] = {}
+    for original, result in left:
+        if isinstance(result, cst.CSTNode):
+            holder.setdefault(_content(result), original)
     copies: dict[int, cst.CSTNode] = {}
     for node in after:
         if isinstance(node, TRACKED):
@@ -169,7 +176,8 @@ def _step(left: Sequence[tuple[cst.CSTNode, object]], before: Mapping[cst.CSTNod
         nodes: list[tuple[cst.CSTNode, bool]] = []  # each, and whether it was put in the original's place
         for node in result.nodes if flattened else [result]:  # type: ignore[attr-defined]
             held, put = expand.get(id(node), (None, ()))
-            itself = (node, flattened or type(node) is not type(original))  # (a call -> a loop: put in its place)
+            itself = (node, flattened or type(node) is not type(original)  # (a call -> a loop: put in its place)
+                      or holder.get(_content(node), original) is not original)
             nodes += [*((n, True) for n in put), itself] if held is node else [itself]
         for node, put_in_place in nodes:
             if (there := found(node)) is not None and (new := _owned(there, after)) is not None:
