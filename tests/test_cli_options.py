@@ -213,7 +213,7 @@ def test_add_argument_is_left_only_where_the_table_cannot_reach():
     assert left["compare/commands/cli.py"] == 1
 
 
-@pytest.mark.parametrize("args", [["--timeout", "0"], ["--np", "0"], ["--nodes", "2"]])
+@pytest.mark.parametrize("args", [["--timeout", "0"], ["--np", "0"], ["--nodes", "2"], ["--adasum"]])
 def test_run_refuses_its_own_bad_options_before_importing_torch(tmp_path, args):
     """validate() loads the workload last, which imports torch (over a second here): compare run's checks of its
     own options come before it."""

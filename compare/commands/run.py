@@ -117,8 +117,8 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
     cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
     if cannot and ns.reference == "on":
         raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
-    validate(options)
     reject_one_sided(options, ns.frameworks)
+    validate(options)
     tuning = load_tuning(ns.tuned)
     private = ns.network == "private" or (ns.network == "auto" and private_network_available())
     settings = scheduler.slurm_settings(ns) if ns.scheduler == "slurm" else None
