@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compare.analysis import group_sequential
 from compare.analysis.sequential import SHORT_MIXTURE_C, log_half_width, rounds_for
 from compare.analysis.simulate_speed import GROUP_12, GROUP_CLAIMS, MEASURED, draw_run, judge_claims, round_logs
+from compare.commands.sequential_rounds import planned_rounds
+from compare.defaults import DEFAULT_BUDGET_S, DEFAULT_ROUNDS
 from compare.render.speed import error_rate_markdown
 
 
@@ -30,8 +32,8 @@ def main() -> int:
     parser.add_argument("--half-widths", action="store_true",
                         help="print only the default design's half-widths at its looks (computed, no simulation)")
     ns = parser.parse_args()
-    if ns.half_widths:
-        print(half_width_markdown(GROUP_12.planned, GROUP_12.first_look))
+    if ns.half_widths:  # compare run's own design at its default budget, not a simulated one's
+        print(half_width_markdown(planned_rounds(DEFAULT_BUDGET_S, DEFAULT_ROUNDS), DEFAULT_ROUNDS))
         return 0
     judged = judge_claims()
     print(error_rate_markdown(judged))

@@ -5,7 +5,7 @@
 #      (--dist loadfile keeps a file's module-scoped launches in one worker, so each runs once): about 1.4x
 #      faster than one at a time on 2 cores, the launches being CPU-bound. LAUNCH_WORKERS=1 runs them one at
 #      a time (or more workers on a bigger machine);
-#   3. the launch tests marked `serial` (speed verdicts, contention, benchmarks), one at a time.
+#   3. the launch tests marked `serial` (speed verdicts, contention, the A/A twin), one at a time.
 # All stages run even when one fails; the exit status is the worst. Each stage prints its 20 slowest tests
 # and its total time, and writes every test's time to results/tests/stage-N.xml (JUnit), the figures to
 # plan the suite's budget with. Extra arguments go to every pytest run.

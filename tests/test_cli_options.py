@@ -211,3 +211,10 @@ def test_add_argument_is_left_only_where_the_table_cannot_reach():
     # the derivation itself; launch_facts's reading of a script's own argparse calls (not options of compare).
     assert set(left) <= {"compare/commands/cli.py", "compare/migrate/plan/launch_facts.py"}, left
     assert left["compare/commands/cli.py"] == 1
+
+
+@pytest.mark.parametrize("args", [["--timeout", "0"], ["--np", "0"], ["--nodes", "2"], ["--adasum"]])
+def test_run_refuses_its_own_bad_options_before_importing_torch(tmp_path, args):
+    """validate() loads the workload last, which imports torch (over a second here): compare run's checks of its
+    own options come before it."""
+    assert [m for m in heavy_modules(["run", *args, "--out", str(tmp_path)]) if m.split(".")[0] == "torch"] == []

@@ -269,7 +269,7 @@ def test_a_module_loaded_through_a_registry_is_flagged_not_dropped(tmp_path, cap
     err = capsys.readouterr().err
     assert "project/registry.py line 3 (horovod left)" in err, err
     report = (tmp_path / "out" / "MIGRATION.md").read_text()
-    assert "Nothing was flagged" not in report and "horovod left" in report
+    assert "Nothing: every Horovod use" not in report and "horovod left" in report
 
 
 def test_the_launch_is_decided_from_what_the_migration_read(tmp_path):
@@ -335,3 +335,19 @@ def test_the_map_of_the_migration_names_every_module_and_only_those():
     present |= {f"{p.name}/" for folder in ("migrate", "verify") for p in (package / folder).iterdir()
                 if p.is_dir() and p.name != "__pycache__" and not (p / "__init__.py").exists()}
     assert mapped == present, (sorted(mapped - present), sorted(present - mapped))
+
+
+def test_verify_refuses_a_repository_whose_sync_batchnorm_is_outside_its_first_file(tmp_path):
+    """The report asks for --device cuda when any file makes a SyncBatchNorm; --verify refuses on the same
+    reading before it launches anything (it read only the first file, here the entry point, which has none)."""
+    from compare.commands.migrate import cannot_verify
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "main.py").write_text((ROOT / "examples" / "horovod_scripts" / "plain.py").read_text())
+    (repo / "nets.py").write_text("import horovod.torch as hvd\n\n\ndef norm(width):\n"
+                                  "    return hvd.SyncBatchNorm(width)\n")
+    tree = migrate_tree(Repository.read(repo), entry="main.py")
+    assert [f.path for f in tree.files] == ["main.py", "nets.py"]
+    assert "SyncBatchNorm needs GPUs" in cannot_verify(tree, "main.py", "cpu")
+    assert cannot_verify(tree, "main.py", "cuda") is None

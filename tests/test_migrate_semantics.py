@@ -289,3 +289,10 @@ def test_the_report_says_nothing_is_left_only_when_the_check_ran_and_found_nothi
     flagged = migrate_tree(Repository.read(CORPUS / "compute_loss.py"))
     text = render(flagged, "compute_loss.py", "compute_loss_ddp.py")
     assert "Nothing" not in text and "training forward not found" in text
+
+
+def test_a_row_for_code_the_migration_added_says_added_not_removed():
+    """The helpers' row has no Horovod code: its Horovod column says the code was added, as its line says."""
+    tree = migrate_tree(Repository.read(CORPUS / "unknown_call.py"))
+    rows = [row for row in render(tree, "unknown_call.py", "out.py").splitlines() if "`helpers " in row]
+    assert len(rows) == 1 and rows[0].startswith("| - | ") and "| (added) | `helpers " in rows[0], rows

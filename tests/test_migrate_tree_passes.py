@@ -41,3 +41,17 @@ def test_horovod_is_found_where_the_code_names_it_not_in_attributes_or_an_f_stri
                                                    (5, None)]
     assert not horovod_named("import horovod.torch as hvd\n")[1]
     assert horovod_named("def (:\n") == ([], False)
+
+
+def test_a_pass_after_the_check_moves_the_result_lines_its_flags_name():
+    """The check of the output names a line of the rewrite's result; a later pass that removes a line above it
+    (a Horovod-only synchronize() under a switch) moves it, as the report's "result line" must follow."""
+    from compare.migrate.migrate_tree import _without_horovod_only_statements
+    from compare.migrate.plan.migration import Flag, Migration
+
+    code = "if args.horovod:\n    optimizer.synchronize()\n    x = 1\nprint(y)\n"
+    migration = Migration(code, code, [], [Flag(4, "unbound name", "print(y)", "`y` is unbound", result_line=4)])
+    _without_horovod_only_statements(migration)
+    assert migration.code == "if args.horovod:\n    x = 1\nprint(y)\n"
+    assert [c.line for c in migration.changes] == [2]
+    assert migration.flags[0].result_line == 3 and migration.lines.old_line(3) == 4

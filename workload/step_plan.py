@@ -1,5 +1,6 @@
-"""How many optimizer steps a run takes: pure arithmetic on the options, without torch, so that the comparison
-plans its launches (and refuses a run that leaves no full batch) before importing any framework."""
+"""How many optimizer steps a run takes: pure arithmetic on the options and the training set's size, without torch,
+so that compare run's module loads without it (its --help, its own option errors); the size itself comes from the
+workload's data, which does import torch."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from compare.install import require_comparison
 from compare.loss_lines import LossLogError, compile_patterns
-from compare.migrate.plan.migration import Migration
 from compare.names import Exit, LaunchedBy
 from compare.verify.launch_mode import LaunchMode, Undecided, decide
 from compare.verify.step_times import ThroughputRegexError, compile_throughput
@@ -134,18 +133,24 @@ def _print_flags(tree: TreeMigration) -> None:
               f"({flag.category}): {flag.why}", file=sys.stderr)
 
 
-def _verify(ns: argparse.Namespace, migration: Migration, original: Path, out: Path, mode: LaunchMode,
+def cannot_verify(tree: TreeMigration, entry: str | None, device: str) -> str | None:
+    """Why --verify cannot run both sides here (None: it can), as the report reads the tree: the entry point's
+    Trainer on Horovod's Lightning accelerator, or a SyncBatchNorm in any of its files off the GPU."""
+    runs = next((f.migration for f in tree.files if entry is None or f.path == entry), None)
+    if runs is not None and runs.lightning:
+        return ("the original's Trainer runs on Horovod's Lightning accelerator, which Lightning 2 no longer has, so "
+                "it cannot run here; run the migrated script under torchrun")
+    if any(f.migration.has_sync_batchnorm for f in tree.files) and device != "cuda":
+        return "SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's runs on CPU): give --device cuda"
+    return None
+
+
+def _verify(ns: argparse.Namespace, tree: TreeMigration, original: Path, out: Path, mode: LaunchMode,
             roots: dict[str, Path] | None = None, launches: list | None = None, entry: str | None = None) -> int:
     from compare.verify.verify import verify
 
-    if migration.lightning:
-        print("migrate: not verified: the original's Trainer runs on Horovod's Lightning accelerator, which "
-              "Lightning 2 no longer has, so it cannot run here; run the migrated script under torchrun",
-              file=sys.stderr)
-        return Exit.RUN_FAILED
-    if migration.has_sync_batchnorm and ns.device != "cuda":
-        print("migrate: not verified: SyncBatchNorm needs GPUs on both sides (neither Horovod's nor torch's runs "
-              "on CPU): give --device cuda", file=sys.stderr)
+    if (why := cannot_verify(tree, entry, ns.device)) is not None:
+        print(f"migrate: not verified: {why}", file=sys.stderr)
         return Exit.RUN_FAILED
 
     verify_out = (ns.verify_out or Path("results/migrate") / ns.script.resolve().stem).resolve()
@@ -257,8 +262,8 @@ def main(ns: argparse.Namespace) -> int:
     if ns.verify:
         assert mode is not None
         if single:
-            return _verify(ns, tree.files[0].migration, ns.script.resolve(), out.resolve(), mode)
+            return _verify(ns, tree, ns.script.resolve(), out.resolve(), mode)
         root = ns.script.resolve()
-        return _verify(ns, tree.files[0].migration, root / ns.entry, out.resolve() / ns.entry, mode,
+        return _verify(ns, tree, root / ns.entry, out.resolve() / ns.entry, mode,
                        roots={"horovod": root, "ddp": out.resolve()}, launches=tree.launches, entry=ns.entry)
     return Exit.NEEDS_A_PERSON if partial else Exit.OK

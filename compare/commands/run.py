@@ -99,21 +99,28 @@ class ComparisonPlan(ReportInputs):
 
 def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
          targets: tuple[Target, ...] = ()) -> ComparisonPlan:
-    """The whole comparison planned from the command line, its first round of launches made. Validates the
-    options first. `analysis` defaults to the namespace's (main reads it earlier, for its errors' order)."""
+    """The whole comparison planned from the command line, its first round of launches made. Refuses bad options
+    first, its own before validate()'s. `analysis` defaults to the namespace's (main reads it earlier, for its
+    errors' order)."""
     options = options_from_namespace(ns)
     if ns.seeds is None:
         options = replace(options, seeds=DEFAULT_SEEDS if ns.seed == 0 else (ns.seed,))
-    validate(options)
-    reject_one_sided(options, ns.frameworks)
+    # compare run's own options first: validate() loads the workload last, which imports torch (over a second)
     if not ns.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {ns.timeout}")
-    tuning = load_tuning(ns.tuned)
+    if (negative := next((n for n in sorted(set(ns.np)) if n <= 0), None)) is not None:
+        raise UsageError(f"--np values must be positive, got {negative}")
     if ns.network == "private" and not private_network_available():
         raise UsageError("--network private needs root, unshare and ip (iproute2): use --network host")
-    private = ns.network == "private" or (ns.network == "auto" and private_network_available())
     if (misuse := scheduler.local_misuse(ns)) is not None:
         raise UsageError(misuse)
+    cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
+    if cannot and ns.reference == "on":
+        raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
+    reject_one_sided(options, ns.frameworks)
+    validate(options)
+    tuning = load_tuning(ns.tuned)
+    private = ns.network == "private" or (ns.network == "auto" and private_network_available())
     settings = scheduler.slurm_settings(ns) if ns.scheduler == "slurm" else None
     where: Scheduler = LocalScheduler() if settings is None else SlurmScheduler(settings, ns.timeout)
     private = private and settings is None  # Slurm places the ranks: no network namespace of our own
@@ -121,18 +128,15 @@ def plan(ns: argparse.Namespace, analysis: AnalysisSettings | None = None,
                                                          for name in ns.frameworks})
     framework_options.pop("twin", None)  # twins are launched in the speed rounds only
     reference = ns.reference == "on" or (ns.reference == "auto" and options.workload in REFERENCE_AUTO)
-    cannot = [why for name, why in REFERENCE_CANNOT.items() if getattr(options, name)]
-    if cannot and ns.reference == "on":
-        raise UsageError(f"--reference on: {cannot[0]}; use --reference off")
     sequential = sequential_design_wanted(ns)
     world_sizes = tuple(sorted(set(ns.np)))
-    from workload.workloads import WORKLOADS  # imports torch: here, so that bad options are refused in a second
+    from workload.workloads import WORKLOADS  # torch, as validate() loaded it: not for `compare run --help`
 
     comparison = ComparisonPlan(
         analysis=analysis or analysis_settings(ns), targets=targets, tuning=tuning, private_network=private,
         reference_skipped=cannot[0] if cannot and reference else None, launches=(), options=options,
         train_size=len(WORKLOADS[options.workload].make_data(options.dataset_size, options.text_dir).train),
-        frameworks=ns.frameworks, world_sizes=tuple(sorted(set(ns.np))), out=ns.out, timeout=ns.timeout,
+        frameworks=ns.frameworks, world_sizes=world_sizes, out=ns.out, timeout=ns.timeout,
         repeats=DEFAULT_ROUNDS if ns.repeats is None else ns.repeats, horovod_controller=ns.horovod_controller,
         launcher=ns.launcher,
         scheduler=where, step_delay_for=ns.step_delay_for, aa=ns.aa,
@@ -150,8 +154,6 @@ def first_round(plan: ComparisonPlan, framework_options: dict[str, Options], ref
     options, private, out, make = plan.options, plan.private_network, plan.out, plan.scheduler.make
     launches = []
     for world_size in plan.world_sizes:
-        if world_size <= 0:
-            raise UsageError(f"--np values must be positive, got {world_size}")
         steps = planned_steps(options, plan.train_size, world_size)  # fails early: too few samples for this np
         if steps < MIN_OVERLAP:
             raise UsageError(f"np {world_size} trains {steps} step(s); parity needs at least {MIN_OVERLAP} "

@@ -421,6 +421,15 @@ def _without_horovod_only_statements(migration: Migration) -> None:
         return
     migration.changes = sorted([*migration.changes, *(Change(migration.lines.old_line(r.line) or 0, r.before,
                                                              r.after, r.why) for r in removed)], key=lambda c: c.line)
+    _passed(migration, code, lines)
+
+
+def _passed(migration: Migration, code: str, lines: LineMap) -> None:
+    """A pass after the rewrite's: its code, its map composed, and the result lines the check's flags name moved
+    with it (None where the pass removed the line)."""
+    for flag in migration.flags:
+        if flag.result_line is not None:
+            flag.result_line = lines.new_line(flag.result_line)
     migration.code, migration.lines = code, migration.lines.then(lines)
 
 
@@ -445,7 +454,7 @@ def _drop_spent_constants(migration: Migration, spent: set[str]) -> None:
     code, removed, lines = without_spent_constants(migration.code, spent)
     for line, statement in removed:
         migration.changes.append(Change(migration.lines.old_line(line) or 0, statement, "", notes.SPENT_CONSTANT))
-    migration.code, migration.lines = code, migration.lines.then(lines)
+    _passed(migration, code, lines)
 
 
 def _refuse_own_unbound_names(path: str, migration: Migration) -> None:

@@ -17,34 +17,40 @@ def place_changes(migration: Migration) -> list[Change]:
     new_lines = migration.code.splitlines()
     first_helper = next((i + 1 for i, line in enumerate(new_lines) if line.startswith("# Added by `python -m compare")),
                         None)
+    came_from = [migration.lines.old_line(line) for line in range(1, len(new_lines) + 1)]
     for change in migration.changes:
         if change.line == 0:
             change.new_line = first_helper
         elif not change.after:
             change.new_line = None
         else:
-            change.new_line = _nearest(new_lines, change.after, migration.lines.new_line(change.line))
+            change.new_line = _nearest(new_lines, came_from, change.after, change.line,
+                                       migration.lines.new_line(change.line))
     return migration.changes
 
 
-def _nearest(new_lines: list[str], after: str, guess: int | None) -> int | None:
-    """The line of the result that holds the new code, nearest the line the original's became (a statement
-    replaced by several: the first of them)."""
+def _nearest(new_lines: list[str], came_from: list[int | None], after: str, line: int, guess: int | None,
+             ) -> int | None:
+    """The line of the result that holds the new code: `guess`, the line the original's `line` became (a
+    statement replaced by several: the first of them), or the nearest one that shows the code's last statement
+    among those that came from `line` or that a pass added (code put at the block's end). Where the original's
+    line is gone (code put in another statement's place: a hook at the wrap), the last that shows it, anywhere."""
     text = after.split("  #")[0].split("; ")[-1].removesuffix("...").strip()
-    found = [i + 1 for i, line in enumerate(new_lines) if text and text in line]
-    if not found and guess is None:  # code put in another statement's place (a hook at the wrap): up to the `...`
+    if guess is not None:
+        found = [i + 1 for i, shown in enumerate(new_lines) if text and text in shown and came_from[i] in (line, None)]
+        return min(found, key=lambda found_line: abs(found_line - guess), default=guess)
+    found = [i + 1 for i, shown in enumerate(new_lines) if text and text in shown]
+    if not found:  # up to the `...`
         text = text.split("...")[0].strip()
-        found = [i + 1 for i, line in enumerate(new_lines) if text and text in line]
-    if not found:
-        return guess
-    return min(found, key=lambda line: abs(line - guess)) if guess is not None else found[-1]
+        found = [i + 1 for i, shown in enumerate(new_lines) if text and text in shown]
+    return found[-1] if found else None
 
 
 def change_row(change: Change, after: str | None = None) -> str:
     """A change's row in a file's table: its line before and after (`-`: added, removed), the Horovod code, the
     DDP code (or `after`), the note."""
     new_line = "-" if change.new_line is None else str(change.new_line)
-    return (f"| {change.line or '-'} | {new_line} | {markdown_code(change.before)} | "
+    return (f"| {change.line or '-'} | {new_line} | {markdown_code(change.before, '(added)')} | "
             f"{markdown_code(change.after if after is None else after)} | {markdown_cell(change.note)} |")
 
 
@@ -52,8 +58,9 @@ def markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_code(text: str) -> str:
-    return f"`{markdown_cell(text)}`" if text else "(removed)"
+def markdown_code(text: str, none: str = "(removed)") -> str:
+    """Code in a cell; `none` where there is none (the Horovod column's: added)."""
+    return f"`{markdown_cell(text)}`" if text else none
 
 
 def where(flag: Flag) -> str:
