@@ -10,10 +10,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import io
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from helpers import ROOT, launch_env, ok, tool
 from helpers import finished as finished_launch
 
 from compare.__main__ import main as compare_main
+from compare.launch.process import kill_tree
 from compare.names import Exit
 
 # The module's launches (every fixture original, its migration and its planted bug: 39) are made once, in the
@@ -366,8 +365,10 @@ def _launch_to_last_step(tree: Path, last_step: int) -> subprocess.CompletedProc
         try:
             stdout, stderr = process.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
+            # torchrun's workers sit in sessions of their own: the launcher's process group alone would leave a
+            # worker holding the output pipes open, and the read below would wait for it for ever
+            kill_tree(process)
+            stdout, stderr = process.communicate(timeout=60)
             if f"step {last_step} loss " in stdout:
                 return subprocess.CompletedProcess(command, 0, stdout, stderr)
         return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
