@@ -21,7 +21,7 @@ compare: ensure-setup
 	$(PY) -m compare run --out $(OUT)
 
 # Three stages (scripts/test.sh, docs/testing.md): the tests that start no launcher in parallel, the launches two
-# test files at a time, then the launch tests whose verdicts read the machine's load one at a time. About 32
+# test files at a time, then the launch tests whose verdicts read the machine's load one at a time. About 34
 # minutes on 2 cores; `make test-fast` runs only the tests that start no launcher.
 test: ensure-setup
 	PY=$(PY) bash scripts/test.sh
