@@ -250,6 +250,19 @@ def test_launch_through_the_cli(capsys):
     assert compare_main(["migrate", "--launch", "mpirun -np 2 python train.py"]) == 2
 
 
+@pytest.mark.parametrize("where", ["a repository", "--in-place", "--diff"])
+def test_launch_with_a_path_it_would_drop_is_refused(tmp_path, capsys, where):
+    """--launch beside a PATH names the migrated script's file; where no such file is written (a repository,
+    --in-place, --diff) the line was dropped without a word: it is refused, in one line, before anything runs."""
+    script = tmp_path / "train.py"
+    script.write_text((ROOT / "examples" / "horovod_scripts" / "plain.py").read_text())
+    path, extra = (tmp_path, []) if where == "a repository" else (script, [where])
+    code = compare_main(["migrate", str(path), *extra, "--launch", "horovodrun -np 2 python train.py"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--launch with a PATH" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
 def test_script_arguments_after_double_dash():
     from compare.commands.cli import parse
 

@@ -30,6 +30,11 @@ def _check_options(ns: argparse.Namespace) -> None:
         raise UsageError("--ddp-args goes with --verify")
     if ns.verify and (ns.in_place or ns.diff):
         raise UsageError("--verify runs the original beside its migration: give -o OUT (not --in-place or --diff)")
+    if ns.launch is not None and (ns.script.is_dir() or ns.in_place or ns.diff):
+        # the line is translated for the migrated script's file: a repository's MIGRATION.md has its own Launch
+        # block, and --in-place and --diff write no new file to name
+        raise UsageError("--launch with a PATH translates the line for the script's migrated file (-o, or its "
+                         "default name): not with a repository, --in-place or --diff (give --launch alone instead)")
     if ns.entry is not None and not ns.script.is_dir():
         raise UsageError("--entry names a repository's entry point: PATH must be a directory")
     if ns.verify and ns.script.is_dir() and ns.entry is None:
