@@ -176,6 +176,10 @@ def test_ray_train_horovod_trainer_becomes_torch_trainer():
     dropped = next(c for c in migration.changes if c.before.startswith("horovod_config="))
     assert dropped.after == "torch_config=TorchConfig()" and dropped.note.endswith("Dropped here: timeout_s=60, "
                                                                                    "verbose=2.")
+    # Ray Train makes the process group: the import is gone, and its row says so in Ray's words
+    assert "import torch.distributed" not in code
+    gone = next(c for c in migration.changes if c.before == "import horovod.torch as hvd")
+    assert gone.after == "" and gone.note.startswith("horovod.torch is gone: Ray Train makes the process group")
 
 
 def test_an_elastic_ray_job_is_flagged_and_the_rest_rewritten(tmp_path, capsys):

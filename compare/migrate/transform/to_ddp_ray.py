@@ -121,24 +121,6 @@ class RayRewrites(ExpressionRewrites, StatementRewrites):
                 change.after = wrap
         return out
 
-    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        result = super().leave_Module(original, updated)
-        if not self.uses.ray or any(m.findall(s, m.Attribute(value=m.Name("dist"))) for s in result.body):
-            return result
-        # Ray Train does the distributed work: torch.distributed is imported only where it is used.
-        body = list(result.body)
-        index = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
-                      and s.body[0] is self.dist_import), None)
-        if index is None:
-            return result
-        removed = body.pop(index)
-        if index < len(body):  # its blank lines and comments stay, above the next statement
-            body[index] = body[index].with_changes(leading_lines=[*removed.leading_lines, *body[index].leading_lines])
-        for change in self.changes:
-            if change.note == notes.IMPORT:
-                change.after, change.note = "", notes.RAY_HOROVOD_IMPORT
-        return result.with_changes(body=body)
-
     def _is_init_block(self, original: cst.CSTNode) -> bool:
         return False if self.uses.ray else super()._is_init_block(original)  # Ray Train destroys its group itself
 

@@ -345,25 +345,6 @@ class StatementRewrites(RewriteBase):
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         body = self._body(list(updated.body), end_of_job=self._is_init_block(original))
-        if self.dist_import is not None and not self.helpers and not any(
-                m.findall(s, m.Name("dist")) for s in body
-                if not (isinstance(s, cst.SimpleStatementLine) and s.body[0] is self.dist_import)):
-            # torch.distributed is imported only where it is used: under Lightning, which does the distributed
-            # work, and where every use of Horovod in the file became something else (a wrapper, a removal).
-            self.imports.discard(("torch.distributed", None, "dist"))
-            index = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
-                          and s.body[0] is self.dist_import), None)
-            if index is not None:
-                removed = body.pop(index)
-                if index < len(body):  # its blank lines and comments stay, above the next statement
-                    body[index] = body[index].with_changes(
-                        leading_lines=[*removed.leading_lines, *body[index].leading_lines])
-            for change in self.changes:
-                if change.note == notes.IMPORT:
-                    change.after = ""
-                    change.note = notes.LIGHTNING_IMPORT if self.uses.lightning else notes.IMPORT_UNUSED
-                elif change.note == notes.IMPORT_KEPT:
-                    change.after = "(this import kept)"
         if self.helpers and self.helpers_module:
             for name in self.helpers:
                 self.need(self.helpers_module, self.helper_names.get(name, name))
@@ -387,7 +368,28 @@ class StatementRewrites(RewriteBase):
             body[last_import + 1:last_import + 1] = helpers
             self.changes.append(Change(0, "", f"helpers {', '.join(self.helpers)} added after the imports",
                                        notes.HELPERS))
-        return updated.with_changes(body=body)
+        return updated.with_changes(body=self._without_unused_dist_import(body))
+
+    def _without_unused_dist_import(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """torch.distributed is imported only where it is used: not where Lightning or Ray Train does the
+        distributed work, nor where every use of Horovod in the file became something else (a wrapper, a removal,
+        a helper imported from the helpers module). The file's whole body is read, its inlined helpers too."""
+        index = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                      and s.body[0] is self.dist_import), None)
+        if index is None or any(m.findall(s, m.Name("dist")) for i, s in enumerate(body) if i != index):
+            return body
+        self.imports.discard(("torch.distributed", None, "dist"))
+        removed = body.pop(index)
+        if index < len(body):  # its blank lines and comments stay, above the next statement
+            body[index] = body[index].with_changes(leading_lines=[*removed.leading_lines, *body[index].leading_lines])
+        gone = notes.LIGHTNING_IMPORT if self.uses.lightning else notes.RAY_HOROVOD_IMPORT if self.uses.ray else \
+            notes.IMPORT_UNUSED
+        for change in self.changes:
+            if change.note == notes.IMPORT:
+                change.after, change.note = "", gone
+            elif change.note == notes.IMPORT_KEPT:
+                change.after = "(this import kept)"
+        return body
 
 
 class _CompressionHooks(cst.CSTTransformer):
