@@ -144,7 +144,7 @@ if [ "$mode" = --check ]; then
     exit 0
 fi
 
-# Each step's time, said at the end (docs/setup.md's "How long" is made of these lines).
+# Each step's time, said at the end: where a set-up's minutes went (docs/setup.md, "How long").
 set_up_started=$SECONDS
 step_names=() step_started=()
 step() { printf '\n==> %s\n' "$*"; step_names+=("$*"); step_started+=("$SECONDS"); }

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def script_module(name: str) -> ModuleType:
+    """scripts/NAME.py imported as the module NAME, once per process (scripts/ is no package)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
 BIN = Path(sys.executable).parent
 
 

@@ -5,7 +5,6 @@ cannot drift from the code. Only the figures a sample names as measured are mask
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -14,12 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, script_module
 
-spec = importlib.util.spec_from_file_location("readme_samples", ROOT / "scripts" / "readme_samples.py")
-samples = importlib.util.module_from_spec(spec)
-sys.modules["readme_samples"] = samples  # dataclasses look their module up while the class is built
-spec.loader.exec_module(samples)
+samples = script_module("readme_samples")
 SAMPLES, STORE = samples.SAMPLES, samples.STORE
 
 
@@ -187,10 +183,7 @@ def test_the_faults_sample_is_what_the_renderer_makes_of_its_record():
 def test_the_soak_sample_is_what_the_script_renders_from_its_record():
     """The soak launches a job per launcher and scenario: its summary is rendered again from the soak.json
     stored with the sample."""
-    spec = importlib.util.spec_from_file_location("soak", ROOT / "scripts" / "soak.py")
-    soak = importlib.util.module_from_spec(spec)
-    sys.modules["soak"] = soak
-    spec.loader.exec_module(soak)
+    soak = script_module("soak")
     shown = said_when("soak")
     document = json.loads((STORE / "soak" / "results" / "soak" / "soak.json").read_text())
     printed = [*soak.render_markdown(document).rstrip("\n").split("\n"), "",

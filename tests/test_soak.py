@@ -6,18 +6,14 @@ and must not blame someone else's), then the real script runs a few clean, kille
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, run
+from helpers import run, script_module
 
-spec = importlib.util.spec_from_file_location("soak", ROOT / "scripts" / "soak.py")
-soak = importlib.util.module_from_spec(spec)
-sys.modules["soak"] = soak  # dataclasses look their module up while the class is built
-spec.loader.exec_module(soak)
+soak = script_module("soak")
 
 LISTEN = ("import socket, sys, time\n"
           "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
