@@ -22,7 +22,8 @@ def test_horovod_run_steps_within_noise_of_horovodrun(tmp_path, horovod_built):
     # workers HOROVOD_CYCLE_TIME="(None,)" and HOROVOD_CACHE_CAPACITY="(None,)", which Horovod reads as 0: a
     # busy background loop and no response cache, steps 10x slower than under horovodrun at np 2.
     # scripts/patch-horovod.sh removes the commas. The handed values are the check; the step times, of one
-    # adjacent pair (the machine is shared), show the 10x, far outside the 2.5 allowed.
+    # adjacent pair (the machine is shared: beside another file's launches one pair came out 2.9x), show the 10x,
+    # far outside the 5 allowed.
     job = [*JOB[:2], "--steps", "60", "--batch-size", "16", "--dataset-size", "2048", "--seed", "3"]
     times: dict[str, list[float]] = {"horovod.run": [], "horovodrun": []}
     for launcher in ("horovodrun", "horovod.run"):
@@ -36,7 +37,7 @@ def test_horovod_run_steps_within_noise_of_horovodrun(tmp_path, horovod_built):
             assert env.get(name) != "(None,)", f"{launcher} handed its workers {name}={env[name]}"
         times[launcher] += [step["step_time_s"] for step in read_steps(out)[5:]]
     ratio = statistics.median(times["horovod.run"]) / statistics.median(times["horovodrun"])
-    assert ratio < 2.5, f"horovod.run steps {ratio:.1f}x slower than horovodrun"
+    assert ratio < 5, f"horovod.run steps {ratio:.1f}x slower than horovodrun"
 
 
 def test_horovod_run_on_mpi(tmp_path, horovod_built):
