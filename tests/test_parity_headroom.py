@@ -4,11 +4,11 @@ DDP again with its initial weights moved one ulp for every seed, and judges Horo
 reference against each other.
 
 digits is checked in the default suite, on the long run test_parity_launchers.py launches anyway (its calibrated
-defaults; the uncalibrated band does not hold for every digits seed, see headroom.py). The others
+defaults; the uncalibrated band does not hold for every digits seed, see compare/analysis/headroom.py). The others
 are a campaign (about 15 minutes on 2 cores, more than `make test` has room for: issue 27): `make test-campaign`, or
-`pytest -m campaign tests/test_parity_headroom.py`. The figures go to $PARITY_HEADROOM_OUT (default: the test's
-tmp_path) as headroom-<workload>.json. The arithmetic is checked in the default run on a made-up level, so that
-a campaign that passes cannot be passing because it measures nothing.
+`pytest -m campaign tests/test_parity_headroom.py`. The docs' tables come from the same campaign run by
+scripts/parity_headroom.py. The arithmetic is checked in the default run on a made-up level, so that a campaign that
+passes cannot be passing because it measures nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import json
 import sys
 
 import pytest
-from headroom import DEFAULT_BAND_HOLDS, keep, level_headroom, report_headroom, shortfalls
 from helpers import run
 
+from compare.analysis.headroom import DEFAULT_BAND_HOLDS, level_headroom, report_headroom, shortfalls
 from compare.analysis.parity import Band
 from compare.names import Exit
 
@@ -65,6 +65,5 @@ def test_each_default_keeps_its_headroom_on_fresh_calibration_runs(tmp_path, hor
     report = json.loads((out / "report.json").read_text())["analysis"]
     assert {level["band"]["source"] for level in report["levels"]} == {"calibrated"}
     found = report_headroom(report)
-    keep(workload, found, tmp_path)
     short = shortfalls(found, DEFAULT_BAND_HOLDS.get(workload, ()))
     assert not short, f"{workload}: defaults without headroom: {short}; all: {found}"

@@ -8,9 +8,9 @@ import re
 import sys
 
 import pytest
-from headroom import keep, report_headroom, shortfalls
 from helpers import ROOT, horovodrun, ok, read_meta, run, torchrun
 
+from compare.analysis.headroom import report_headroom, shortfalls
 from compare.names import Exit
 
 pytestmark = pytest.mark.slow
@@ -69,7 +69,6 @@ def test_identical_jobs_hold_over_a_long_run_at_np_2_and_4(tmp_path, horovod_bui
     assert all(s["losses"]["n_common"] >= 50 for s in long)
     # The calibrated defaults keep their headroom on this job (docs/parity.md, "The numbers behind each default").
     found = report_headroom(report)
-    keep("digits", found, tmp_path)
     short = shortfalls(found)
     assert not short, f"defaults without headroom: {short}; all: {found}"
 
