@@ -191,6 +191,23 @@ def test_the_soak_sample_is_what_the_script_renders_from_its_record():
     assert shown == printed, "the soak sample is not what scripts/soak.py prints for its record: make samples"
 
 
+def test_the_parity_tables_come_from_one_whole_campaign():
+    """docs/parity.md's headroom tables are rendered (above, as any sample that does not launch) from the record
+    of scripts/parity_headroom.py's campaign: that record must be the whole campaign, every workload at np 1, 2
+    and 4 with its seeds and the bf16 part, not a quick look made with fewer."""
+    headroom = script_module("parity_headroom")
+    record = json.loads((STORE / "parity-fresh" / "results" / "headroom" / "headroom.json").read_text())
+    assert record["complete"] and re.fullmatch(r"[0-9a-f]{7,}", record["commit"]), record["commit"]
+    for workload, (_, seeds) in headroom.CAMPAIGNS.items():
+        levels = record["campaigns"][workload]["levels"]
+        assert sorted(map(int, levels)) == [1, 2, 4], workload
+        assert {s["seed"] for level in levels.values() for s in level["pairs"]["ddp_ulp"]} == set(seeds), workload
+    assert set(record["bf16"]) == set(headroom.BF16)
+    shown_records = {sample.copies.get("results/headroom/headroom.json") for name, sample in SAMPLES.items()
+                     if name.startswith("parity-") and name != "parity-fresh"}
+    assert shown_records == {"docs/samples/parity-fresh/results/headroom/headroom.json"}
+
+
 def verify_sides(name: str) -> tuple[str, str]:
     horovod, ddp = SAMPLES[name].stored
     return horovod, ddp
@@ -244,17 +261,9 @@ COMPUTED_ELSEWHERE = {
     ("docs/benchmarks.md", "| design | true Horovod/DDP | outcome | simulated rate (95% interval) | stated | rounds"),
 }
 # Measured tables still written by hand, from runs that scripts/readme_samples.py does not make yet: the
-# parity defaults' campaigns (tests/test_parity_headroom.py -m campaign, hours), the soak (an hour), the
 # set-up's times (a fresh machine). Each is the page and the table's first line; the list may only shrink.
 NOT_YET_SAMPLES = {
     ("docs/setup.md", "| step | the first set-up, `EXTRAS=ray,spark` | again, no extras, Horovod's wheel cached |"),
-    ("docs/parity.md", "| workload | one-ulp pair, bf16 | band there | headroom | 5% lr change from step 40 |"),
-    ("docs/parity.md", "| workload, np | one-ulp pairs vs `STEP_RTOL` (steps 1-20) | one-ulp pairs vs the defa"),
-    ("docs/parity.md", "| measured | largest relative gap, steps 1-20 | headroom |"),
-    ("docs/parity.md", "| measured | compared pair against the calibration pair | headroom |"),
-    ("docs/parity.md", "| measured | the default band against the one-ulp pair, at the tightest step | headr"),
-    ("docs/parity.md", "| measured | final loss apart | eval loss apart | accuracy apart | headroom (the tighte"),
-    ("docs/parity.md", "| measured | against the band | headroom |"),
 }
 
 
