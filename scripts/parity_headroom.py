@@ -37,6 +37,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: compare/ and wor
     sys.path.insert(0, str(ROOT))
 
 from compare.analysis.headroom import Room, margin_room, series_rooms  # noqa: E402
+from compare.analysis.judge import END_POINTS, judge  # noqa: E402
 from compare.analysis.parity import (  # noqa: E402  # noqa: E402
     PRECISION_FACTOR,
     STEP_K,
@@ -44,7 +45,7 @@ from compare.analysis.parity import (  # noqa: E402  # noqa: E402
     UNIT_ROUNDOFF,
     Band,
 )
-from compare.analysis.records import RecordError, RunRecord, find_runs  # noqa: E402
+from compare.analysis.records import RecordError, RunRecord, find_runs, load_run  # noqa: E402
 from compare.analysis.summary import group_world_size  # noqa: E402
 from compare.defaults import DEFAULT_MARGINS  # noqa: E402
 from workload.files import write_atomic  # noqa: E402
@@ -77,8 +78,6 @@ def three(value: float | None) -> float | None:
 
 
 def end_points(a: RunRecord, b: RunRecord) -> dict[str, list[float]]:
-    from compare.analysis.judge import END_POINTS
-
     pairs = {name: [read(a), read(b)] for name, read in END_POINTS.items()}
     return {name: [float(x) for x in pair] for name, pair in pairs.items() if None not in pair}
 
@@ -93,8 +92,6 @@ def seed_series(seed: dict, a: RunRecord, b: RunRecord) -> dict:
 
 def ulp_pair(plain: dict[int, RunRecord], nudged: dict[int, RunRecord]) -> list[dict]:
     """A run against itself one ulp apart, judged as `compare check` judges it without a calibration."""
-    from compare.analysis.judge import judge
-
     seeds = sorted(set(plain) & set(nudged))
     verdict = judge({s: plain[s] for s in seeds}, {s: nudged[s] for s in seeds}, band=Band("default"),
                     with_end_points=False).to_dict()
@@ -156,9 +153,6 @@ def measure_campaign(workload: str, ns: argparse.Namespace) -> dict:
 
 def measure_bf16(workload: str, ns: argparse.Namespace) -> dict:
     """One process in bf16: a run, the same one ulp apart, the same with the learning rate changed at step 40."""
-    from compare.analysis.judge import judge
-    from compare.analysis.records import load_run
-
     job = ["--workload", workload, *BF16[workload], "--amp", "--seed", "0"]
     started, runs = time.monotonic(), {}
     for name, extra in (("run", []), ("ulp", ["--perturb-init-ulps", "1"]), ("lr", LR_CHANGE)):
