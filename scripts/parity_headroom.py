@@ -58,7 +58,8 @@ CAMPAIGNS = {  # workload: its job and seeds, as the tests launch it
     "lm": (["--steps", "64"], (0, 1, 2)),
 }
 BF16 = {"mlp": ["--steps", "64"], "digits": ["--epochs", "1"]}  # one process under bf16 autocast
-LR_CHANGE = ["--lr-change-at-step", "40", "--lr-change-factor", "1.05"]
+CHANGED_AT = 40
+LR_CHANGE = ["--lr-change-at-step", str(CHANGED_AT), "--lr-change-factor", "1.05"]
 PAIRS = {  # a pair's key in the record: how the tables name it
     "ddp_ulp": "DDP's one-ulp pair",
     "reference_ulp": "the reference's one-ulp pair",
@@ -72,9 +73,9 @@ TIMEOUT_S = 3500  # one compare run (the campaign test's)
 # ---- measuring -------------------------------------------------------------------------------------------------
 
 
-def three(value: float | None) -> float | None:
-    """A figure kept to 3 significant digits (the record's size; no table shows more than 2)."""
-    return None if value is None or not math.isfinite(value) else float(f"{value:.3g}")
+def kept(value: float | None) -> float | None:
+    """A figure kept to 4 significant digits (the record's size; the tables show 2, rounded once from these)."""
+    return None if value is None or not math.isfinite(value) else float(f"{value:.4g}")
 
 
 def end_points(a: RunRecord, b: RunRecord) -> dict[str, list[float]]:
@@ -85,9 +86,9 @@ def end_points(a: RunRecord, b: RunRecord) -> dict[str, list[float]]:
 def seed_series(seed: dict, a: RunRecord, b: RunRecord) -> dict:
     """One seed of a verdict (judge's to_dict): its gaps and band at every step, its eval-loss gaps, end points."""
     losses = seed["losses"]
-    evals = [[e["step"], three(e["gap"]), three(e["tolerance"])] for e in seed["evals"] if e["metric"] == "eval_loss"]
-    return {"seed": seed["seed"], "steps": losses["steps"], "gaps": [three(g) for g in losses["rel_diffs"]],
-            "tolerances": [three(t) for t in losses["tolerances"]], "evals": evals, "ends": end_points(a, b)}
+    evals = [[e["step"], kept(e["gap"]), kept(e["tolerance"])] for e in seed["evals"] if e["metric"] == "eval_loss"]
+    return {"seed": seed["seed"], "steps": losses["steps"], "gaps": [kept(g) for g in losses["rel_diffs"]],
+            "tolerances": [kept(t) for t in losses["tolerances"]], "evals": evals, "ends": end_points(a, b)}
 
 
 def ulp_pair(plain: dict[int, RunRecord], nudged: dict[int, RunRecord]) -> list[dict]:
@@ -415,10 +416,14 @@ def bf16_table(record: dict) -> list[str]:
         room = Room()
         for step, gap, tolerance in zip(ulp["steps"], ulp["gaps"], ulp["tolerances"], strict=True):
             room.see(tolerance, gap or 0.0, step)
-        beyond = next(((s, g, t) for s, g, t in zip(changed["steps"], changed["gaps"], changed["tolerances"],
-                                                     strict=True) if g is not None and g > t), None)
+        after = [(s, math.inf if g is None else g, t) for s, g, t in
+                 zip(changed["steps"], changed["gaps"], changed["tolerances"], strict=True) if s > CHANGED_AT]
+        beyond = next(((s, g, t) for s, g, t in after if g > t), None)
+        closest = max(after, key=lambda sgt: sgt[1] / sgt[2], default=None)
         caught = (f"beyond the band at step {beyond[0]} ({sci(beyond[1])} against {sci(beyond[2])})" if beyond
-                  else f"never beyond the band (to step {changed['steps'][-1]})")
+                  else f"never beyond the band; closest {sci(closest[1])} at step {closest[0]} against "
+                       f"{sci(closest[2])} (the run ends at {changed['steps'][-1]})" if closest
+                  else "the run ends before the change")
         rows.append([workload, ", ".join(f"{sci(g)} at {s}" for s, g, _ in marks),
                      ", ".join(sci(t) for _, _, t in marks), f"{times(room.value)} at step {room.step}", caught])
         evals = Room()
