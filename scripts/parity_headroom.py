@@ -283,8 +283,14 @@ def rows_of(record: dict) -> Iterable[tuple[str, str, dict]]:
             yield workload, np_, level
 
 
-def ulp_series(level: dict) -> list[dict]:
-    return [s for key in ULP_PAIRS for s in level["pairs"].get(key, [])]
+def ulp_rows(record: dict) -> Iterable[tuple[str, str, dict, list[dict]]]:
+    """(row label, pair key, world size's level, the pair's seeds) for DDP's one-ulp pairs, then the reference's
+    (one process, summing in its own order: far more chaotic, and judged apart)."""
+    for workload, np_, level in rows_of(record):
+        for key in ULP_PAIRS:
+            if key in level["pairs"]:
+                yield (f"{workload} np {np_}" + ("" if key == "ddp_ulp" else ", the reference"), key, level,
+                       level["pairs"][key])
 
 
 def header(record: dict) -> str:
@@ -307,7 +313,7 @@ def fresh_table(record: dict) -> list[str]:
     rows = []
     for workload, np_, level in rows_of(record):
         pairs = level["pairs"]
-        ulp = pair_rooms(ulp_series(level), calibrated=False)
+        ulp = pair_rooms(pairs.get("ddp_ulp", []), calibrated=False)
         hvd = pair_rooms(pairs.get("horovod_vs_ddp", []), calibrated=True)
         hvd_ends = mean_margin_room(pairs.get("horovod_vs_ddp", []))
         ref = pair_rooms(pairs["ddp_vs_reference"], calibrated=True) if "ddp_vs_reference" in pairs else None
@@ -316,17 +322,19 @@ def fresh_table(record: dict) -> list[str]:
                      times(hvd["CHAOS_SAFETY"].value), times(hvd_ends.value),
                      f"{times(hvd['STEP_RTOL'].value)}, {times(hvd['DEFAULT_DECADE_STEPS'].value)}",
                      times(ref["CHAOS_SAFETY"].value) if ref else "—"])
-    return table(lines, ["workload, np", "steps, seeds", "one-ulp pairs vs `STEP_RTOL` (steps 1-20)",
-                         "one-ulp pairs vs the default band (after 20)",
+    return table(lines, ["workload, np", "steps, seeds", "DDP's one-ulp pairs vs `STEP_RTOL` (steps 1-20)",
+                         "DDP's one-ulp pairs vs the default band (after 20)",
                          "Horovod vs DDP vs the calibrated band (`CHAOS_SAFETY`)",
                          "Horovod vs DDP end points vs the margins", "Horovod vs DDP vs the default band (1-20, after)",
                          "DDP vs the reference vs the calibrated band"], rows)
 
 
 def largest(series: list[dict], keep: Callable[[int], bool]) -> list[float]:
-    """Each seed's largest gap over the steps kept."""
-    return [max([g for step, g in zip(s["steps"], s["gaps"], strict=True) if keep(step) and g is not None] or [0.0])
-            for s in series]
+    """Each seed's largest gap over the steps kept (a gap of None, not finite, as infinite); seeds without such a
+    step are left out."""
+    kept_gaps = [[math.inf if g is None else g for step, g in zip(s["steps"], s["gaps"], strict=True) if keep(step)]
+                 for s in series]
+    return [max(gaps) for gaps in kept_gaps if gaps]
 
 
 def where(room: Room) -> str:
@@ -338,15 +346,16 @@ def where(room: Room) -> str:
 
 def step_rtol_table(record: dict) -> list[str]:
     rows = []
-    for workload, np_, level in rows_of(record):
-        ulp, hvd = ulp_series(level), level["pairs"].get("horovod_vs_ddp", [])
+    for label, key, level, ulp in ulp_rows(record):
+        hvd = level["pairs"].get("horovod_vs_ddp", []) if key == "ddp_ulp" else []
         early = largest(ulp, lambda step: step <= STEP_K)
         hvd_early = largest(hvd, lambda step: step <= STEP_K)
         room = pair_rooms(ulp + hvd, calibrated=False)["STEP_RTOL"]
-        rows.append([f"{workload} np {np_}", span(early) if early else "—",
+        rows.append([label, span(early) if early else "—",
                      "0 (bit-identical)" if hvd_early and max(hvd_early) == 0 else span(hvd_early) if hvd else "—",
                      where(room), times(room.value)])
-    return table([header(record)], ["workload, np", "one-ulp pairs: largest gap in steps 1-20 (each seed's)",
+    return table([header(record)], ["workload, np (whose one-ulp pair)",
+                                     "one-ulp pairs: largest gap in steps 1-20 (each seed's)",
                                      "Horovod vs DDP: the same", f"the tightest step against {sci(STEP_RTOL)}",
                                      "headroom"], rows)
 
@@ -367,21 +376,19 @@ def chaos_safety_table(record: dict) -> list[str]:
 
 def decade_steps_table(record: dict) -> list[str]:
     rows = []
-    for workload, np_, level in rows_of(record):
-        ulp = ulp_series(level)
+    for label, _, level, ulp in ulp_rows(record):
         room = pair_rooms(ulp, calibrated=False)["DEFAULT_DECADE_STEPS"]
         late = largest(ulp, lambda step: step > STEP_K)
-        rows.append([f"{workload} np {np_}", str(level["steps"]), span(late) if late else "—", where(room),
-                     times(room.value)])
-    return table([header(record)], ["workload, np", "steps", "one-ulp pairs: largest gap after step 20 (each seed's)",
+        rows.append([label, str(level["steps"]), span(late) if late else "—", where(room), times(room.value)])
+    return table([header(record)], ["workload, np (whose one-ulp pair)", "steps",
+                                     "one-ulp pairs: largest gap after step 20 (each seed's)",
                                      "the tightest step against the default band (before it passes 5%)",
                                      "headroom"], rows)
 
 
 def margins_table(record: dict) -> list[str]:
     rows = []
-    for workload, np_, level in rows_of(record):
-        ulp = ulp_series(level)
+    for label, _, _, ulp in ulp_rows(record):
         cells, room = [], Room()
         for name in DEFAULT_MARGINS:
             ends = [(s["seed"], s["ends"][name]) for s in ulp if name in s["ends"]]
@@ -390,9 +397,9 @@ def margins_table(record: dict) -> list[str]:
                 margin_room(room, name, a, b, seed)
         what = (f" ({room.what.replace('_', ' ')}, seed {room.seed})"
                 if room.value is not None and math.isfinite(room.value) else "")
-        rows.append([f"{workload} np {np_}", *cells, times(room.value) + what])
-    return table([header(record)], ["workload, np", "one-ulp pairs: final loss apart", "eval loss apart",
-                                     "accuracy apart", "headroom (the tightest)"], rows)
+        rows.append([label, *cells, times(room.value) + what])
+    return table([header(record)], ["workload, np (whose one-ulp pair)", "one-ulp pairs: final loss apart",
+                                     "eval loss apart", "accuracy apart", "headroom (the tightest)"], rows)
 
 
 def running_max_at(series: dict, steps: Iterable[int]) -> list[tuple[int, float, float]]:

@@ -10,6 +10,7 @@ then re-run on them), or, for a shown command that launches, the records it wrot
     make samples                                        # every sample (the launching ones: a quiet machine)
     python scripts/readme_samples.py migrate-script     # only these
     python scripts/readme_samples.py --list             # each sample, its page, and whether it launches
+    python scripts/readme_samples.py --stored parity-fresh   # again from its stored records, no launch
 
 A sample whose commands fail leaves its page as it was and makes the exit status 1. The Slurm samples run under
 the tests' private two-node cluster (tests/slurm_cluster.py: root and `make setup EXTRAS=slurm`); the Ray and
@@ -257,8 +258,11 @@ def copy_inputs(sample: Sample, scratch: Path) -> None:
             shutil.copy(ROOT / source, scratch / target)
 
 
-def run_sample(sample: Sample, scratch: Path) -> list[str]:
-    """The shown commands' outputs, after the hidden ones; with the sample's Slurm cluster when it has one."""
+def run_sample(sample: Sample, scratch: Path, *, stored: bool = False) -> list[str]:
+    """The shown commands' outputs, after the hidden ones (not when `stored`: their records are in the scratch
+    directory already); with the sample's Slurm cluster when it has one."""
+    if stored:
+        return run_commands(sample.shown, scratch)
     if not sample.cluster:
         run_commands(sample.prepare, scratch)
         return run_commands(sample.shown, scratch)
@@ -273,12 +277,17 @@ def run_sample(sample: Sample, scratch: Path) -> list[str]:
         return run_commands(sample.shown, scratch, env)
 
 
-def make(name: str, produced: str) -> None:
+def make(name: str, produced: str, *, stored: bool = False) -> None:
+    """The sample's block made again; `stored`: from the records stored with it, without its hidden launches."""
     sample = SAMPLES[name]
     with tempfile.TemporaryDirectory(prefix="doc-sample-") as scratch_name:
         scratch = Path(scratch_name)
         copy_inputs(sample, scratch)
-        outputs = run_sample(sample, scratch)
+        if stored:
+            if sample.launches or not sample.stored:
+                raise RuntimeError("--stored: only a sample whose shown commands read records stored with it")
+            shutil.copytree(STORE / name, scratch, dirs_exist_ok=True)
+        outputs = run_sample(sample, scratch, stored=stored)
         store(name, sample, scratch)
     page = ROOT / sample.page
     write_atomic(page, replace_block(page.read_text(encoding="utf-8"), name,
@@ -289,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help=f"samples to produce (default: all of {', '.join(SAMPLES)})")
     parser.add_argument("--list", action="store_true", help="list the samples and stop")
+    parser.add_argument("--stored", action="store_true",
+                        help="re-run the shown commands on the records stored with each sample, without its hidden "
+                             "launches (after a change to what renders them)")
     ns = parser.parse_args(argv)
     if ns.list:
         for name, sample in SAMPLES.items():
@@ -301,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     produced, failed = environment(), 0
     for name in ns.names or list(SAMPLES):
         try:
-            make(name, produced)
+            make(name, produced, stored=ns.stored)
             print(f"{name}: {SAMPLES[name].page} updated")
         except (RuntimeError, OSError) as exc:
             failed = 1

@@ -41,6 +41,7 @@ def record() -> dict:
                                                                "horovod_vs_ddp": [seed(0, quiet, [1e-5] * 40)]}},
                                   "4": {"steps": 40, "pairs": {
                                       "ddp_ulp": [seed(0, late, ends={"final_loss": [1.0, 1.05]})],
+                                      "reference_ulp": [seed(0, early)],
                                       "horovod_vs_ddp": [seed(0, compared, [1e-5] * 40)]}}}}},
         "bf16": {"mlp": {"command": "python -m workload.reference --workload mlp", "steps": 40, "seconds": 30,
                          "pairs": {"ulp": seed(0, [1e-4] * 20 + [1e-3] * 20, [2e-3] * 40, evals=[(40, 4e-3, 2e-3)]),
@@ -72,6 +73,10 @@ def test_each_default_table_names_the_tightest_step_and_seed():
     assert rows("chaos-safety")["mlp np 4 Horovod vs DDP"][2:] == ["4e-7", "4e-7 at step 10 (seed 0) against 1e-5",
                                                                    "25x"]
     assert rows("decade-steps")["mlp np 4"][3].startswith("0.001 at step 30 (seed 0) against")
+    # the reference's pair is a row of its own, never mixed into DDP's (its chaos is its own)
+    assert rows("step-rtol")["mlp np 4, the reference"][1:] == ["2e-6", "—", "2e-6 at step 5 (seed 0) against 1e-5",
+                                                                "5x"]
+    assert rows("fresh")["mlp np 4"][2] == "unbounded"
     # 5% of a loss of 1.025 apart against a 2% margin: 0.41x, on the final loss of seed 0
     assert rows("margins")["mlp np 4"][1:] == ["0.05", "—", "—", "0.41x (final loss, seed 0)"]
 
