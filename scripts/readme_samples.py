@@ -284,9 +284,10 @@ def make(name: str, produced: str, *, stored: bool = False) -> None:
         scratch = Path(scratch_name)
         copy_inputs(sample, scratch)
         if stored:
-            if sample.launches or not sample.stored:
-                raise RuntimeError("--stored: only a sample whose shown commands read records stored with it")
-            shutil.copytree(STORE / name, scratch, dirs_exist_ok=True)
+            if sample.launches or (sample.prepare and not sample.stored):
+                raise RuntimeError("--stored: its shown commands launch, or its hidden launches keep no records")
+            if (STORE / name).is_dir():
+                shutil.copytree(STORE / name, scratch, dirs_exist_ok=True)
         outputs = run_sample(sample, scratch, stored=stored)
         store(name, sample, scratch)
     page = ROOT / sample.page
