@@ -502,7 +502,9 @@ def main(argv: list[str] | None = None) -> int:
         print(tables, end="")
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                     epilog=f"parity_headroom.py render RECORD [--table {{{','.join(TABLES)}}}] prints "
+                                            "the tables of a campaign's record (all by default) and launches nothing")
     parser.add_argument("--out", type=Path, default=Path("results/headroom"), help="headroom.json, runs/ and logs/")
     parser.add_argument("--workloads", type=names(CAMPAIGNS), default=list(CAMPAIGNS), help="compare run campaigns")
     parser.add_argument("--np", type=world_sizes, default=[1, 2, 4], help="world sizes of each campaign")
