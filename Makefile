@@ -37,7 +37,8 @@ lint: ensure-setup
 
 # Every sample of output in README.md and docs/, made again from its commands with the date and commit
 # (scripts/readme_samples.py; tests/test_doc_samples.py holds each to its command). Some launch training for
-# minutes (bench, matrix, faults: about half an hour in all) and their speed figures are the machine's: run it
+# minutes (bench, matrix, faults: about half an hour in all; the parity defaults' campaign behind docs/parity.md's
+# headroom tables, scripts/parity_headroom.py: 17 minutes more) and their speed figures are the machine's: run it
 # on a quiet machine set up with EXTRAS=slurm,ray,spark, as root (the Slurm samples start the tests' private
 # cluster), then commit the pages and docs/samples/.
 samples: ensure-setup
