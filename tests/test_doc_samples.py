@@ -208,6 +208,12 @@ def test_the_parity_tables_come_from_one_whole_campaign():
     assert shown_records == {"docs/samples/parity-fresh/results/headroom/headroom.json"}
 
 
+def test_a_sample_whose_shown_command_launches_is_never_made_from_stored_records():
+    """`readme_samples.py --stored` re-runs shown commands on stored records; one that launches would launch."""
+    with pytest.raises(RuntimeError, match="--stored"):
+        samples.make("compare-run", "today", stored=True)
+
+
 def verify_sides(name: str) -> tuple[str, str]:
     horovod, ddp = SAMPLES[name].stored
     return horovod, ddp
