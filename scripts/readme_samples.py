@@ -106,6 +106,10 @@ SAMPLES: dict[str, Sample] = {
         "docs/fault-tolerance.md", ["python scripts/soak.py --jobs 20 --out results/soak"],
         copies={"scripts/soak.py": "scripts/soak.py", "scripts/leftovers.py": "scripts/leftovers.py"}, launches=True,
         stored=["results/soak/soak.json"]),
+    "setup": Sample(
+        "docs/setup.md", ["python scripts/setup_times.py --out results/setup-times"],
+        copies={"scripts/setup_times.py": "scripts/setup_times.py"}, launches=True,
+        stored=["results/setup-times/setup-times.json"]),
     "migrate-launch": Sample(
         "docs/migration.md",
         ['python -m compare migrate --launch "horovodrun -np 8 -H a:4,b:4 python train.py --epochs 3"']),
