@@ -7,6 +7,7 @@ from compare.analysis.records import FINAL_LOSS_STEPS
 from compare.analysis.time_to_target import METRICS, Basis, Origin, Outcome, Why
 from compare.names import FRAMEWORKS, display
 from compare.render.blocks import DASH, Block, Heading, Para, Table
+from compare.render.speed_up import even, one_direction
 
 ORIGIN_WORDS = {Origin.LAUNCH: "the launch (start-up included)",
                 Origin.FIRST_STEP: "its first logged step (no launch start)", Origin.NONE: "no wall times"}
@@ -62,11 +63,14 @@ def _reaches(side: dict, basis: Basis | None, first: bool, target: str) -> str:
 
 
 def _ratio(verdict: dict) -> str:
-    low, high = verdict["low"], verdict["high"]
+    """The paired figure where no side is named sooner, said from the side that took less (its factor and the
+    interval of it), as every speed figure is (compare/render/speed_up.py)."""
+    sooner, factor, low, high = one_direction(verdict["ratio"], verdict["low"], verdict["high"])
     seeds = len(verdict["paired_seeds"])
-    what = "time" if _basis(verdict) is Basis.SECONDS else "steps"
+    unit = "sooner" if _basis(verdict) is Basis.SECONDS else "fewer steps"
+    figure = "1.00x either way" if even(factor) else f"{display(sooner)} {factor:.2f}x {unit}"
     interval = f", {verdict['confidence']:.0%} interval {low:.2f}-{high:.2f}" if low is not None else ""
-    return f"Horovod/DDP {what} {verdict['ratio']:.2f}{interval} over {seeds} paired seed(s)"
+    return f"{figure}{interval} over {seeds} paired seed(s)"
 
 
 def _basis(verdict: dict) -> Basis | None:
@@ -160,9 +164,10 @@ def time_to_target_blocks(analysis: dict) -> list[Block]:
              "wall-clock seconds from the launch to it, start-up and rendezvous included (a later seed of a "
              "launch: the launch's start-up plus its own time from its first step). A seed that never reaches "
              "the target within its steps has failed to converge and gets no time; a side that failed in some "
-             "seed loses to one that converged in every seed. Otherwise the Horovod/DDP ratio of the seconds is "
-             "paired by seed (geometric mean, t interval on the logarithms) and a side is named sooner when the "
-             "interval excludes 1; a launch that met contention withholds it. Steps and seconds: geometric mean "
+             "seed loses to one that converged in every seed. Otherwise the seconds are paired by seed (the "
+             "geometric mean of the two sides' ratios, t interval on the logarithms), said as the factor by which "
+             "one side was sooner, and that side is named sooner when the interval excludes 1; a launch that met "
+             "contention withholds it. Steps and seconds: geometric mean "
              "over the seeds that reached it, with the 95% t interval."),
         *[Para(f"**{verdict_sentence(v)}.**") for v in verdicts],
         Table(["target", "framework", "np", "seeds reached", "steps", "seconds", "counted from", "per seed"], rows),
