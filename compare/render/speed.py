@@ -47,7 +47,7 @@ def launch_words(speed: dict, launch: dict) -> str:
 def withheld_sentence(speed: dict) -> str:
     n = speed["n_rounds"]
     count = (f" ({len(speed['contended_rounds'])} of {n} rounds contended)"
-             if n > 1 and speed["outcome"] == SpeedOutcome.CONTENDED else "")
+             if n > 1 and SpeedOutcome(speed["outcome"]) is SpeedOutcome.CONTENDED else "")
     return f"no reliable speed verdict at np {speed['world_size']}: {launch_words(speed, speed['withheld_by'])}{count}"
 
 
