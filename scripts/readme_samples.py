@@ -78,8 +78,8 @@ SAMPLES: dict[str, Sample] = {
         "docs/migrate-walkthrough.md", ["python -m compare migrate train.py -o train_ddp.py --force --verify"],
         copies={"train.py": "examples/horovod_scripts/plain.py"}, launches=True,
         stored=["results/migrate/train/horovod", "results/migrate/train/ddp"],
-        measured=(r"\d+(\.\d+)? s\b", r"[\d.]+ ms", r"[\d.]+ steps/s", r"(Horovod|DDP)/(Horovod|DDP) [\d.]+",
-                  r"speed: no .*$")),
+        measured=(r"\d+(\.\d+)? s\b", r"[\d.]+ ms", r"[\d.]+ steps/s",
+                  r"((Horovod|DDP)'s speed-up over (Horovod|DDP)|speed-up) [\d.]+x( either way)?", r"speed: no .*$")),
     "migrate-speed": Sample(
         "docs/migration.md",
         ["python -m compare migrate synthetic_throughput.py -o results/bench_ddp.py --force --verify --speed-rounds 2 "
