@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
-from workload.errors import EXIT_USAGE
+from workload import errors
 from workload.optionspec import FRAMEWORK_NAMES
 
 
@@ -14,7 +14,7 @@ class Exit(IntEnum):
 
     OK = 0
     PARITY_FAILS = 1
-    USAGE = EXIT_USAGE  # the implementations exit 2 on bad input too (workload/errors.py)
+    USAGE = errors.EXIT_USAGE  # the implementations exit 2 on bad input too (workload/errors.py)
     RUN_FAILED = 3
     UNDECIDED = 4
     DIFFERENT_JOBS = 5

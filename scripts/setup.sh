@@ -80,7 +80,7 @@ with_extra() { [[ ",$EXTRAS," == *,$1,* ]]; }
 gpu_ops=${HOROVOD_GPU_OPERATIONS:-none}
 
 stamp() {  # what this set-up depends on: the choices, the patch level and the files that drive it
-    printf '%s\n' "torch=$TORCH_VERSION" "horovod=$HOROVOD_VERSION" "gpu=${HOROVOD_GPU_OPERATIONS}" "extras=$EXTRAS" \
+    printf '%s\n' "torch=$TORCH_VERSION" "horovod=$HOROVOD_VERSION" "gpu=${HOROVOD_GPU_OPERATIONS:-}" "extras=$EXTRAS" \
         "patches=$(bash scripts/patch-horovod.sh --level)" \
         "files=$(cat scripts/setup.sh scripts/patch-horovod.sh pyproject.toml | sha256sum | cut -c1-16)"
 }
@@ -257,9 +257,12 @@ if [ -z "$wheel" ]; then
     bash scripts/patch-horovod.sh "$src"
     export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 \
         HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
-    if [ "$gpu_ops" != none ]; then export HOROVOD_GPU_OPERATIONS="$gpu_ops"; else unset HOROVOD_GPU_OPERATIONS; fi
+    # The build alone sees the GPU operations (none: unset, which Horovod reads as none); the shell keeps the
+    # choice for the stamp written at the end (unsetting it here once failed every first set-up there, set -u).
+    gpu_env=(env -u HOROVOD_GPU_OPERATIONS)
+    [ "$gpu_ops" = none ] || gpu_env=(env HOROVOD_GPU_OPERATIONS="$gpu_ops")
     export MAKEFLAGS="-j$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"  # GNU nproc obeys OMP_NUM_THREADS
-    "$py" -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps \
+    "${gpu_env[@]}" "$py" -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps \
         -w "$work/dist" "$src" > "$work/build.log" 2>&1 || { tail -n 40 "$work/build.log"; exit 1; }
     mkdir -p "$cache_dir.tmp"
     cp "$work"/dist/horovod-*.whl "$cache_dir.tmp/"

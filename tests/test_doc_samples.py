@@ -214,6 +214,38 @@ def test_a_sample_whose_shown_command_launches_is_never_made_from_stored_records
         samples.make("compare-run", "today", stored=True)
 
 
+def test_the_setup_sample_is_what_the_script_renders_from_its_record():
+    """The set-up times come from two real set-ups (minutes each): rendered again from the setup-times.json stored
+    with the sample, every step the set-up timed in its row."""
+    setup_times = script_module("setup_times")
+    shown = said_when("setup")
+    document = json.loads((STORE / "setup" / "results" / "setup-times" / "setup-times.json").read_text())
+    printed = [*setup_times.render_markdown(document).rstrip("\n").split("\n"), "",
+               "set-up times: results/setup-times/setup-times.json  (logs: first.log, again.log)"]
+    assert shown == printed, "the setup sample is not what scripts/setup_times.py prints for its record: make samples"
+    assert all(run["exit"] == 0 for run in document["set_ups"])
+    for run in document["set_ups"]:  # each timed step falls in one row, and the rows add up to the set-up's all
+        named = [name for _, name in run["steps"] if name != "all"]
+        rows = [next(row for row, pattern in setup_times.ROWS if pattern.search(name)) for name in named]
+        assert len(rows) == len(set(rows)), rows
+        total = dict((name, seconds) for seconds, name in run["steps"])["all"]
+        assert sum(seconds for seconds, name in run["steps"] if name != "all") <= total
+
+
+def test_set_up_step_times_are_read_from_the_set_ups_closing_lines():
+    setup_times = script_module("setup_times")
+    output = ("==> installing torch==2.13.0\n...\nset-up steps, in seconds:\n    21  installing torch==2.13.0\n"
+              "   162  building Horovod 0.28.1 against torch 2.13.0_cpu (cp311); about 3 minutes on 2 cores\n"
+              "   183  all\nsetup done: activate with 'source .venv/bin/activate'\n")
+    steps = setup_times.step_seconds(output)
+    assert steps == [(21, "installing torch==2.13.0"),
+                     (162, "building Horovod 0.28.1 against torch 2.13.0_cpu (cp311); about 3 minutes on 2 cores"),
+                     (183, "all")]
+    assert setup_times.step_seconds("setup: cmake not found\n") == []
+    assert setup_times.cell(steps, setup_times.ROWS[3][1], "Horovod") == "2.7 min (built from source)"
+    assert setup_times.cell(steps, setup_times.ROWS[0][1], "Debian packages") == "none missing"
+
+
 def verify_sides(name: str) -> tuple[str, str]:
     horovod, ddp = SAMPLES[name].stored
     return horovod, ddp
@@ -266,11 +298,9 @@ COMPUTED_ELSEWHERE = {
     # scripts/speed_error_rates.py's simulated rates, which tests/test_speed_simulation.py holds the page to
     ("docs/benchmarks.md", "| design | true Horovod/DDP | outcome | simulated rate (95% interval) | stated | rounds"),
 }
-# Measured tables still written by hand, from runs that scripts/readme_samples.py does not make yet: the
-# set-up's times (a fresh machine). Each is the page and the table's first line; the list may only shrink.
-NOT_YET_SAMPLES = {
-    ("docs/setup.md", "| step | the first set-up, `EXTRAS=ray,spark` | again, no extras, Horovod's wheel cached |"),
-}
+# Measured tables still written by hand, from runs that scripts/readme_samples.py does not make yet: none left.
+# Each would be the page and the table's first line; the set may only shrink.
+NOT_YET_SAMPLES: set[tuple[str, str]] = set()
 
 
 def doc_pages() -> list[Path]:

@@ -230,14 +230,21 @@ def _rounds(tmp_path: Path, ratios: list[float], **kwargs) -> list[Launched]:
     return launches
 
 
-def test_one_launch_each_reports_both_and_asks_for_rounds(tmp_path):
-    lines, timed = speed_report(_rounds(tmp_path, [1.2]), 2, 5, 0)
+@pytest.mark.parametrize(("ratio", "step_times", "speed_up"), [
+    (1.2, "Horovod 12 ms, DDP 10 ms", "DDP's speed-up over Horovod 1.20x"),
+    (1 / 1.25, "Horovod 8 ms, DDP 10 ms", "Horovod's speed-up over DDP 1.25x"),
+    (1.0, "Horovod 10 ms, DDP 10 ms", "speed-up 1.00x either way")])
+def test_one_launch_each_says_the_faster_sides_speed_up_once_and_asks_for_rounds(tmp_path, ratio, step_times,
+                                                                                speed_up):
+    """The figure has one direction, the faster side's, said once (the throughput derived from the same step
+    times repeats no ratio), with no interval from one launch each."""
+    lines, timed = speed_report(_rounds(tmp_path, [ratio]), 2, 5, 0)
     assert timed
-    assert lines[0].startswith("speed: median step time Horovod 12 ms, DDP 10 ms (one launch each")
-    assert lines[0].endswith("Horovod/DDP 1.200")
-    assert lines[1] == ("speed: throughput Horovod 83.33 steps/s, DDP 100 steps/s (1 / the median step time): "
-                        "DDP/Horovod 1.200")
+    assert lines[0] == (f"speed: median step time {step_times} (optimizer step hooks, 5 warm-up steps left out): "
+                        f"{speed_up} (one launch each: no interval)")
+    assert lines[1].startswith("speed: throughput Horovod ") and lines[1].endswith("steps/s (1 / the median step time)")
     assert "no verdict from 1 round of launches" in lines[2] and "--speed-rounds 2" in lines[2]
+    assert not any("Horovod/DDP" in line or "DDP/Horovod" in line for line in lines), lines
 
 
 def _planted(tmp_path: Path, ratios: list[float], contended: tuple[int, ...] = (), **kwargs):
@@ -267,16 +274,21 @@ def test_rounds_name_the_faster_side_only_when_the_interval_excludes_one(tmp_pat
     lines = _verdict(tmp_path / "a", [1.2, 1.25, 1.18, 1.22])
     assert re.fullmatch(r"speed: DDP is 1\.21x faster than Horovod at np 2 \(group-sequential 95% interval "
                         r"1\.1\d-1\.2\d, 4 rounds\)", lines[-2]), lines
+    # the verdict says the speed-up: the step times' line does not say it again
+    assert lines[0].endswith("(medians of 4 launches each, optimizer step hooks, 5 warm-up steps left out)"), lines
     assert "needs about" not in capsys.readouterr().out  # a decided verdict asks for nothing more
     lines = _verdict(tmp_path / "b", [1.2, 0.85, 1.1, 0.9])
-    assert re.match(r"speed: no clear difference at np 2: (DDP's speed-up over Horovod|Horovod's speed-up over DDP) "
-                    r"\d\.\d\dx \(group-sequential 95% interval", lines[-2]), lines
+    # rounds whose ratios multiply to 1.01: equal at the printed precision, so neither side is named
+    assert lines[-2].startswith("speed: no clear difference at np 2: speed-up 1.00x either way (group-sequential 95% "
+                                "interval "), lines
     assert "needs about" in capsys.readouterr().out  # undecided at its first look: what the target would need
 
 
 def test_contention_and_oversubscription_withhold_the_verdict(tmp_path, capsys):
     lines = _verdict(tmp_path / "busy", [1.2, 1.25, 1.18, 1.22], contended=(1, 2, 3, 4))
     assert lines[-2].startswith("speed: no reliable speed verdict at np 2: other processes used 150% of a core"), lines
+    # a withheld verdict gives no figure: the step times' line gives the speed-up, with no interval
+    assert re.search(r": DDP's speed-up over Horovod 1\.2\dx \(medians of 4 launches each\)$", lines[0]), lines
     assert capsys.readouterr().out.startswith("rounds: np 2 has no spread to forecast from after its first 4 rounds "
                                               "(4 contended, left out)")
     lines = _verdict(tmp_path / "over", [1.2, 1.25, 1.18, 1.22], ranks=4)
@@ -289,7 +301,7 @@ def test_printed_throughput_when_the_hooks_saw_nothing(tmp_path):
     assert source_of(launches) == THROUGHPUT_SOURCE
     lines, timed = speed_report(launches, 2, 5, 0)
     assert timed and lines[1] == ("speed: throughput Horovod 620 img/sec, DDP 710 img/sec (rank 0's printed values, "
-                                  "median): DDP/Horovod 1.145")
+                                  "median): DDP's speed-up over Horovod 1.15x (one launch each: no interval)")
 
 
 def test_neither_hooks_nor_throughput_cannot_be_timed(tmp_path):
@@ -387,8 +399,9 @@ def test_synthetic_benchmark_reports_both_throughputs_and_the_ratio(tmp_path, ho
                          out, re.MULTILINE), out
         record = json.loads((tmp_path / "verify" / side / "run.json").read_text())
         assert record["step_times"]["ranks"] == 2 and len(record["step_times"]["seconds"]) >= 22
+    # printed beside the step times: a measure of its own, with its own speed-up in the one direction
     assert re.search(r"^speed: throughput Horovod [\d.]+ img/sec, DDP [\d.]+ img/sec \(rank 0's printed values, "
-                     r"median\): DDP/Horovod [\d.]+$", out,
+                     r"median\): ((Horovod|DDP)'s speed-up over (DDP|Horovod)|speed-up) [\d.]+x( either way)?$", out,
                      re.MULTILINE), out
     # --speed-rounds 2: the design's one look, after round 3, spends all; every count of rounds says 3
     assert len(re.findall(r"^  round [23], (horovod|ddp): exit 0", out, re.MULTILINE)) == 4, out

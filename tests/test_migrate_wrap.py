@@ -19,7 +19,7 @@ from compare.__main__ import main as compare_main
 from compare.migrate import migrate_source
 from compare.migrate.check.output_check import check_output
 from compare.migrate.plan.added_helpers import HELPERS
-from compare.names import EXIT_USAGE
+from compare.names import Exit
 
 
 def _migrate(body: str, head: str = "") -> tuple[str, list]:
@@ -266,7 +266,7 @@ def test_a_name_the_rewrite_leaves_unbound_fails_the_migration(tmp_path, capsys)
         optimizer.step()
         """))
     out = tmp_path / "train_ddp.py"
-    assert compare_main(["migrate", str(script), "-o", str(out)]) == EXIT_USAGE
+    assert compare_main(["migrate", str(script), "-o", str(out)]) == Exit.USAGE
     err = capsys.readouterr().err
     assert "nothing binds" in err and "`compression`" in err and "Traceback" not in err
     assert not out.exists()

@@ -22,13 +22,14 @@ from compare.analysis.parity import (
     SATURATION,
     STEP_K,
     Band,
+    Equivalence,
     Margin,
     calibrated_band,
     equivalence,
     stepwise,
 )
 from compare.analysis.records import load_run
-from compare.names import Exit
+from compare.names import Exit, Parity
 
 EVAL = [{"eval_loss": 0.61, "eval_accuracy": 0.83, "eval_samples": 360}]
 
@@ -369,7 +370,12 @@ def test_the_equivalence_test_has_power_when_the_sides_agree():
     a = rng.normal(1.0, 0.05, 5)
     result = equivalence(dict(enumerate(a)), dict(enumerate(a + rng.normal(0, 1e-4, 5))), Margin("absolute", 0.01,
                                                                                                   "user"))
-    assert result.outcome == "equivalent" and result.resolution < 0.01
+    assert result.outcome is Equivalence.EQUIVALENT and result.resolution < 0.01
+    # report.json keeps the word, and the word reads back as the member the renderers compare with
+    stored = json.loads(json.dumps(result.to_dict()))["outcome"]
+    assert stored == "equivalent" and Equivalence(stored) is Equivalence.EQUIVALENT
+    far = equivalence(dict(enumerate(a)), dict(enumerate(a + 1.0)), Margin("absolute", 0.01, "user"))
+    assert far.outcome is Equivalence.DIFFERS
 
 
 def test_judge_on_loaded_records(tmp_path):
@@ -378,5 +384,5 @@ def test_judge_on_loaded_records(tmp_path):
     runs_a = {s: load_run(f"{a}/seed-{s}") for s in (0, 1)}
     runs_b = {s: load_run(f"{b}/seed-{s}") for s in (0, 1)}
     verdict = judge(runs_a, runs_b, band=Band("default"))
-    assert verdict.outcome == "holds" and verdict.full_power
+    assert verdict.outcome is Parity.HOLDS and verdict.full_power
     assert {d.name for d in verdict.job.of_kind("expected")} >= {"framework", "launcher"}

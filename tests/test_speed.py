@@ -23,7 +23,8 @@ from compare.analysis.speed import MIN_ROUNDS, SEQUENTIAL_RECORD, compare_speed,
 from compare.analysis.timing import rounds_ratio
 from compare.analysis.tradeoffs import code_lines, recovery
 from compare.commands.report import tradeoff_inputs
-from compare.render.speed import speed_sentence, stop_line
+from compare.render.speed import rounds_table, speed_sentence, stop_line
+from compare.render.speed_up import faster_by, speed_up, speed_up_words
 from tests.helpers import run
 
 ROUNDS = 4  # compare run's default (--repeats)
@@ -393,7 +394,8 @@ def test_model_size_sweep(tmp_path):
     assert all(len(p["round_ratios"]) == 2 and p["ratio"] > 0 for p in sweep["points"])
     assert sweep["points"][1]["gradient_bytes"] > 100 * sweep["points"][0]["gradient_bytes"]
     assert (out / "model_size_sweep.png").stat().st_size > 1000
-    assert "the ratio" in (out / "sweep.md").read_text()
+    said = (out / "sweep.md").read_text()
+    assert "| faster, by |" in said and ("the faster side changes near" in said or "the same side is faster" in said)
 
 
 def test_sweep_and_repeats_refuse_bad_input(tmp_path):
@@ -475,7 +477,7 @@ def test_precision_rounds_through_the_launchers(tmp_path):
 def test_the_speed_figure_has_one_direction_in_the_headline_and_the_card():
     """The faster side's speed-up with its interval, in the sentence and in the card's table alike: a Horovod/DDP
     ratio of 0.68 (0.63-0.74) reads as Horovod 1.47x (1.35-1.59) in both, never 0.68 in one of them."""
-    from compare.render.speed import speed_glance, speed_up
+    from compare.render.speed import speed_glance
 
     horovod_faster = {"world_size": 2, "outcome": "horovod faster", "step_time_ratio": 0.68, "ci_low": 0.63,
                       "ci_high": 0.74, "confidence": 0.95, "sequential": None, "rounds_used": [1, 2, 3, 4],
@@ -492,3 +494,58 @@ def test_the_speed_figure_has_one_direction_in_the_headline_and_the_card():
     unclear = {**horovod_faster, "outcome": "interval holds 1", "step_time_ratio": 0.95, "ci_low": 0.85,
                "ci_high": 1.06}
     assert "Horovod's speed-up over DDP 1.05x (95% CI 0.94-1.18" in speed_sentence(unclear)
+
+
+@pytest.mark.parametrize(("ratio", "words", "cell"), [
+    (1.81, "DDP's speed-up over Horovod 1.81x", "DDP 1.81x"),  # Horovod's step 1.81 times DDP's
+    (1 / 1.47, "Horovod's speed-up over DDP 1.47x", "Horovod 1.47x"),  # the same figure the other way
+    (1.0, "speed-up 1.00x either way", "1.00x either way"),
+    (0.998, "speed-up 1.00x either way", "1.00x either way"),  # equal at the printed precision: no side named
+])
+def test_a_step_time_ratio_reads_as_the_faster_sides_speed_up(ratio, words, cell):
+    """The records keep Horovod/DDP; people read the faster side and its speed-up, in sentences and tables alike."""
+    assert speed_up_words(ratio) == words
+    assert faster_by(ratio) == cell
+
+
+def test_tables_say_every_speed_figure_from_the_faster_side():
+    """The rounds table, the feature matrix and the sweep table: one column "faster, by", never a ratio that one
+    row gives as 0.55 where the next gives 1.81."""
+    from compare.commands.matrix import FEATURES
+    from compare.commands.sweep import sweep_table
+    from compare.render.matrix import Row, matrix_table
+
+    assert faster_by(None) == faster_by(float("nan")) == "—"
+    contention = {"cause": None, "record": None}
+    speed = {"rounds_used": [1, 2], "rounds": [
+        {"round": number, "order": ["horovod", "ddp"], "horovod_median_s": h, "ddp_median_s": 0.010,
+         "ratio": h / 0.010, "contention": {"horovod": contention, "ddp": contention}}
+        for number, h in ((1, 0.0181), (2, 0.0068))]}
+    table = rounds_table(speed)
+    column = table.headers.index("faster, by")
+    assert [row[column] for row in table.rows] == ["DDP 1.81x", "Horovod 1.47x"]
+    matrix = matrix_table([Row(FEATURES[0], "parity holds", gap=0.0, speed_ratio=0.5),
+                           Row(FEATURES[1], "parity holds", gap=0.0, speed_ratio=2.5)])
+    assert [row[matrix.headers.index("faster, by")] for row in matrix.rows] == ["Horovod 2.00x", "DDP 2.50x"]
+    point = {"hidden": 32, "gradient_bytes": 14e3, "horovod_median_s": 0.002, "ddp_median_s": 0.004, "ratio": 0.5,
+             "ci_low": 0.4, "ci_high": 0.625, "round_ratios": [0.45, 1.1]}
+    sweep = sweep_table([point])
+    assert dict(zip(sweep.headers, sweep.rows[0], strict=True)) == {
+        "mlp width": "32", "gradient": "14 KB", "Horovod median ms": "2.00", "DDP median ms": "4.00",
+        "faster, by": "Horovod 2.00x", "95% interval": "1.60-2.50", "rounds": "Horovod 2.22x, DDP 1.10x"}
+    assert not any("/" in header for header in [*table.headers, *matrix.headers, *sweep.headers])
+
+
+def test_the_sweep_plot_is_marked_in_speed_ups_either_way(tmp_path):
+    """The plot draws the ratio on a log axis (a 2x speed-up looks the same either way) and marks it in the faster
+    side's speed-up: 1, and the usual speed-ups on each side that fall in the range (the ends where none does)."""
+    from compare.render.plots import plot_size_sweep, speed_up_ticks
+
+    assert [faster_by(mark) for mark in speed_up_ticks(0.45, 1.3)] == [
+        "Horovod 2.00x", "Horovod 1.50x", "Horovod 1.25x", "Horovod 1.10x", "1.00x either way", "DDP 1.10x",
+        "DDP 1.25x"]
+    assert speed_up_ticks(1.02, 1.08) == [1.02, 1.08]
+    point = {"gradient_bytes": 14e3, "ratio": 0.5, "ci_low": 0.4, "ci_high": 0.625, "round_ratios": [0.45, 0.55],
+             "world_size": 2}
+    assert plot_size_sweep([point, {**point, "gradient_bytes": 1e6, "ratio": 1.3, "ci_low": 1.2, "ci_high": 1.4,
+                                    "round_ratios": [1.25, 1.35]}], 1e5, tmp_path / "sweep.png").stat().st_size > 1000

@@ -112,7 +112,13 @@ def test_intervals_over_seeds_and_no_clear_difference(tmp_path):
     assert (ddp.seconds.low, ddp.seconds.high) == pytest.approx((math.exp(mean - half), math.exp(mean + half)))
     assert verdict.outcome is Outcome.NO_CLEAR_DIFFERENCE and verdict.sooner is None
     assert verdict.low < 1 < verdict.high
-    assert "no clear difference (Horovod/DDP time" in verdict_sentence(verdict.to_dict())
+    # said from the side that took less time, with the interval of that factor, never as a Horovod/DDP ratio
+    if verdict.ratio >= 1:
+        said = f"DDP {verdict.ratio:.2f}x sooner, 95% interval {verdict.low:.2f}-{verdict.high:.2f}"
+    else:
+        said = f"Horovod {1 / verdict.ratio:.2f}x sooner, 95% interval {1 / verdict.high:.2f}-{1 / verdict.low:.2f}"
+    sentence = verdict_sentence(verdict.to_dict())
+    assert f"no clear difference ({said} over 3 paired seed(s))" in sentence and "Horovod/DDP" not in sentence
 
 
 def test_a_side_that_never_reaches_it_failed_to_converge(tmp_path):

@@ -26,6 +26,7 @@ from compare.analysis.parity import (
     MIN_OVERLAP,
     SATURATION,
     Band,
+    Equivalence,
     EquivalenceResult,
     Margin,
     StepwiseResult,
@@ -208,7 +209,7 @@ def stepwise_end_point(name: str, a: Group, b: Group, seeds: list[SeedVerdict]) 
     values = [(read(a[s.seed]), read(b[s.seed])) for s in seeds]
     values = [(va, vb) for va, vb in values if va is not None and vb is not None]
     mean = (lambda xs: sum(xs) / len(xs)) if values else (lambda xs: None)
-    return EquivalenceResult("equivalent", n_seeds=len(values), seeds=[s.seed for s in seeds],
+    return EquivalenceResult(Equivalence.EQUIVALENT, n_seeds=len(values), seeds=[s.seed for s in seeds],
                              mean_a=mean([va for va, _ in values]), mean_b=mean([vb for _, vb in values]),
                              mean_diff=mean([va - vb for va, vb in values]), confidence=CONFIDENCE,
                              method="step-wise: every step to the last within the band, for every seed")
@@ -293,9 +294,9 @@ def judge(a: Group, b: Group, *, band: Band, margins: dict[str, Margin] | None =
                 continue
             result = equivalence(a_values, b_values, margins[name])
             why = resolvable(name, margins[name], a, b, sorted(set(a_values) & set(b_values)))
-            if why and result.outcome == "equivalent" and (result.ci_low, result.ci_high) != (0.0, 0.0):
-                result = dataclasses.replace(result, outcome="undecided", reason=why)
-            elif why and result.outcome == "undecided":
+            if why and result.outcome is Equivalence.EQUIVALENT and (result.ci_low, result.ci_high) != (0.0, 0.0):
+                result = dataclasses.replace(result, outcome=Equivalence.UNDECIDED, reason=why)
+            elif why and result.outcome is Equivalence.UNDECIDED:
                 result = dataclasses.replace(result, reason=f"{why}; {result.reason}")
             end_points[name] = result
     only = next(iter(evaluated)) if len(evaluated) == 1 else None
@@ -307,11 +308,11 @@ def _outcome(job: JobCheck, seeds: list[SeedVerdict], end_points: dict[str, Equi
     if not job.same_job:
         return Parity.DIFFERENT_JOBS
     if not all(s.passed or s.failed_alike is not None for s in seeds) or \
-            any(r.outcome == "differs" for r in end_points.values()):
+            any(r.outcome is Equivalence.DIFFERS for r in end_points.values()):
         return Parity.FAILS
     if any(s.failed_alike is not None for s in seeds):
         return Parity.UNDECIDED  # they trained alike and failed alike: a failed run cannot show parity
-    if any(r.outcome == "undecided" for r in end_points.values()) or any(s.losses.too_gappy for s in seeds):
+    if any(r.outcome is Equivalence.UNDECIDED for r in end_points.values()) or any(s.losses.too_gappy for s in seeds):
         return Parity.UNDECIDED
     if not end_points and not all(s.losses.full_power for s in seeds):
         return Parity.UNDECIDED  # no end points to test, and the band lost its power before the end

@@ -25,6 +25,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 from scipy import stats
@@ -386,11 +387,20 @@ def default_margins() -> dict[str, Margin]:
     return {name: Margin(kind, value, "default") for name, (kind, value) in DEFAULT_MARGINS.items()}
 
 
+class Equivalence(StrEnum):
+    """An end point's outcome. A StrEnum: report.json holds its value ("equivalent"), which Equivalence(text)
+    reads back."""
+
+    EQUIVALENT = "equivalent"
+    DIFFERS = "differs"
+    UNDECIDED = "undecided"
+
+
 @dataclass(frozen=True)
 class EquivalenceResult:
     """Two one-sided tests over seeds, paired by seed."""
 
-    outcome: str  # "equivalent" | "differs" | "undecided"
+    outcome: Equivalence
     n_seeds: int
     seeds: list[int]
     mean_a: float | None = None
@@ -425,9 +435,9 @@ def equivalence(a_values: Mapping[int, float], b_values: Mapping[int, float], ma
     base = {"n_seeds": n, "seeds": seeds, "margin_kind": margin.kind, "margin_source": margin.source,
             "confidence": confidence}
     if n < 2:
-        return EquivalenceResult("undecided", **base, reason=f"needs at least 2 seeds on both sides; got {n}")
+        return EquivalenceResult(Equivalence.UNDECIDED, **base, reason=f"needs at least 2 seeds on both sides; got {n}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return EquivalenceResult("differs", **base, reason="non-finite values")
+        return EquivalenceResult(Equivalence.DIFFERS, **base, reason="non-finite values")
     d = a - b
     mean_diff = float(np.mean(d))
     level = float(np.mean(np.concatenate([a, b])))
@@ -435,11 +445,11 @@ def equivalence(a_values: Mapping[int, float], b_values: Mapping[int, float], ma
     half = float(stats.t.ppf(confidence, n - 1) * np.std(d, ddof=1) / math.sqrt(n))
     low, high = mean_diff - half, mean_diff + half
     if -bound < low and high < bound:
-        outcome, reason = "equivalent", None
+        outcome, reason = Equivalence.EQUIVALENT, None
     elif high <= -bound or low >= bound:
-        outcome, reason = "differs", None
+        outcome, reason = Equivalence.DIFFERS, None
     else:
-        outcome = "undecided"
+        outcome = Equivalence.UNDECIDED
         reason = f"the interval {low:.3g} to {high:.3g} straddles the margin +-{bound:.3g}; more seeds would decide"
     return EquivalenceResult(outcome, **base, mean_a=float(np.mean(a)), mean_b=float(np.mean(b)),
                              mean_diff=mean_diff, ci_low=low, ci_high=high, margin=bound, resolution=half,

@@ -183,7 +183,7 @@ def overall_parity(levels: list[dict]) -> Parity:
     main = [c for c in comparisons if c["b"] != "reference"]
     outcomes = {Parity(c["outcome"]) for c in (main or comparisons)}
     outcomes |= {Parity(c["outcome"]) for c in comparisons if c["b"] == "reference" and main
-                 and c["outcome"] in (Parity.FAILS, Parity.DIFFERENT_JOBS)}
+                 and Parity(c["outcome"]) in (Parity.FAILS, Parity.DIFFERENT_JOBS)}
     if not outcomes:
         return Parity.UNDECIDED
     return next(outcome for outcome in WORST_FIRST if outcome in outcomes)

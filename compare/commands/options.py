@@ -220,8 +220,8 @@ OPTIONS: tuple[Opt, ...] = (
                      "check alone)", commands="run", group=SPEED, choices=FRAMEWORKS, metavar="FRAMEWORK"),
     opt("--step-delay-for", help="apply --step-delay-ms to this framework only, or to the --aa twin (tests)",
         commands="run", group=SPEED, hidden=True, choices=(*FRAMEWORKS, "twin")),
-    opt("--sweep-model-size", help="instead of a comparison: the Horovod/DDP step-time ratio as the mlp's gradient "
-                                   "grows (--sweep-widths), at the largest --np, with a plot of the crossover",
+    opt("--sweep-model-size", help="instead of a comparison: which side is faster, and by how much, as the mlp's "
+                                   "gradient grows (--sweep-widths), at the largest --np, with a plot of the crossover",
         commands="run", group=SPEED, action="store_true"),
     opt("--sweep-widths", help="mlp hidden widths for --sweep-model-size (256 is the default mlp)",
         commands="run", group=SPEED, type=int_list, default=SWEEP_WIDTHS, metavar="W[,W...]"),

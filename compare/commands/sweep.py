@@ -1,4 +1,4 @@
-"""compare run --sweep-model-size: how the Horovod/DDP step-time ratio moves as the gradient grows.
+"""compare run --sweep-model-size: which side is faster, and by how much, as the gradient grows.
 
 The mlp's hidden width sets the gradient size (KB to hundreds of MB); at each width both frameworks train
 a few steps at the largest --np, in rounds whose order reverses every other round (widths up, then down;
@@ -22,9 +22,10 @@ from compare.launch.logs import steps_done
 from compare.launch.process import run_launch
 from compare.launch.tuning import load_tuning
 from compare.names import FRAMEWORKS, Exit
-from compare.render.blocks import Heading, Para, Table, ms, num, render_markdown, text_table
+from compare.render.blocks import DASH, Heading, Para, Table, ms, render_markdown, text_table
 from compare.render.plots import plot_size_sweep
 from compare.render.progress import ProgressReporter
+from compare.render.speed_up import faster_by, one_direction
 from workload.errors import UsageError
 from workload.files import write_atomic, write_json_atomic
 from workload.options import check_writable, options_from_namespace, validate
@@ -107,25 +108,39 @@ def run_sweep(plan: SweepPlan) -> int:
               "commands": [launch.shell_line() for launch in launches]}
     write_json_atomic(out / "sweep.json", jsonable(result))
     plot = plot_size_sweep(points, cross, out / SWEEP_PLOT)
-    headers = ["mlp width", "gradient", "Horovod median ms", "DDP median ms", "Horovod/DDP ratio",
-               "95% CI", "rounds"]
-    rows = [[str(p["hidden"]), size_text(p["gradient_bytes"]), ms(p["horovod_median_s"]), ms(p["ddp_median_s"]),
-             num(p["ratio"], ".2f"), f"{num(p['ci_low'], '.2f')}-{num(p['ci_high'], '.2f')}",
-             ", ".join(f"{r:.2f}" for r in p["round_ratios"])] for p in points]
-    where = (f"the ratio crosses 1 near {size_text(cross)} of gradient" if cross else
-             "the ratio does not cross 1 over these sizes")
+    table = sweep_table(points)
+    where = (f"the faster side changes near {size_text(cross)} of gradient" if cross else
+             "the same side is faster at every size")
     blocks = [Heading(1, f"Horovod vs DDP as the gradient grows (np {plan.world_size})"),
-              Para(f"{where}. A ratio above 1: DDP is faster. Per width: the median step time of each launch "
-                   f"after {plan.warmup} warm-up steps; the ratio is the geometric mean over rounds, with a t "
-                   "interval (which needs at least 2 rounds)."),
-              Table(headers, rows)]
+              Para(f"{where}. Per width: the median step time of each launch after {plan.warmup} warm-up steps; "
+                   "the faster side and its speed-up from the geometric mean of the rounds' step-time ratios, "
+                   "with a t interval of that speed-up (which needs at least 2 rounds), and each round's alike."),
+              table]
     if plot:
-        blocks.append(Para(f"![Horovod/DDP step-time ratio against gradient size]({plot.name})"))
+        blocks.append(Para(f"![The faster side and its speed-up against gradient size]({plot.name})"))
     write_atomic(out / "sweep.md", render_markdown(blocks))
-    print(text_table(headers, rows))
+    print(text_table(table.headers, table.rows))
     print(f"\n{where}")
     print(f"sweep: {out / 'sweep.md'}  (also sweep.json{', ' + SWEEP_PLOT if plot else ''})")
     return Exit.RUN_FAILED if failed else Exit.OK
+
+
+def sweep_table(points: list[dict]) -> Table:
+    """Per width: both sides' median step times and the faster side with its speed-up, its interval and each
+    round's, as every speed figure is said (compare/render/speed_up.py)."""
+    return Table(["mlp width", "gradient", "Horovod median ms", "DDP median ms", "faster, by", "95% interval",
+                  "rounds"],
+                 [[str(p["hidden"]), size_text(p["gradient_bytes"]), ms(p["horovod_median_s"]),
+                   ms(p["ddp_median_s"]), faster_by(p["ratio"]), interval_text(p),
+                   ", ".join(map(faster_by, p["round_ratios"]))] for p in points])
+
+
+def interval_text(point: dict) -> str:
+    """A sweep point's interval of the faster side's speed-up, e.g. "1.10-1.52"; a dash below 2 rounds."""
+    if point["ratio"] is None or point["ci_low"] is None or point["ci_high"] is None:
+        return DASH
+    _, _, low, high = one_direction(point["ratio"], point["ci_low"], point["ci_high"])
+    return f"{low:.2f}-{high:.2f}"
 
 
 def size_text(size: float | None) -> str:

@@ -9,10 +9,11 @@ from compare.analysis.matrix import Feature, FeatureJudgement
 from compare.analysis.parity import STEP_RTOL
 from compare.names import Parity
 from compare.render.blocks import Heading, Para, Table, num, render_markdown
+from compare.render.speed_up import faster_by
 from compare.render.verdicts import comparison_summary
 from workload.options import Options
 
-MATRIX_HEADERS = ["feature", "Horovod", "DDP", "verdict", "max rel diff", "step time Horovod/DDP", "notes"]
+MATRIX_HEADERS = ["feature", "Horovod", "DDP", "verdict", "max rel diff", "faster, by", "notes"]
 
 
 @dataclass
@@ -63,7 +64,7 @@ def matrix_table(rows: list[Row]) -> Table:
 
     return Table(MATRIX_HEADERS, [
         [row.feature.name, row.feature.horovod_form, row.feature.ddp_form, row.verdict, fmt(row.gap, ".2g"),
-         fmt(row.speed_ratio, ".2f"), "; ".join(part for part in (row.detail, row.feature.note) if part)]
+         faster_by(row.speed_ratio), "; ".join(part for part in (row.detail, row.feature.note) if part)]
         for row in rows])
 
 
@@ -75,6 +76,7 @@ def matrix_markdown(rows: list[Row], base: Options) -> str:
                    f"Parity is step-wise: relative loss difference <= {STEP_RTOL:g} over the first 20 steps "
                    "(every step for uneven inputs, which run past the join into a second epoch), and the "
                    "evaluation metrics at each epoch's end within the same tolerance. "
-                   "Step time ratio > 1: Horovod slower. Regenerate with `python -m compare matrix`."),
+                   "Faster, by: the side with the shorter median step time and its speed-up, from one launch "
+                   "a side (no interval). Regenerate with `python -m compare matrix`."),
               matrix_table(rows)]
     return render_markdown(blocks)

@@ -12,11 +12,13 @@ from pathlib import Path
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from compare.analysis.records import RunRecord
 from compare.analysis.summary import Group, group_runs
 from compare.analysis.timing import measured
 from compare.names import FRAMEWORKS, JUDGED, display
+from compare.render.speed_up import faster_by
 from workload.files import write_atomic
 
 STYLE = {
@@ -192,9 +194,23 @@ def write_plots(runs: list[RunRecord], analysis: dict, out_dir: Path | str) -> l
     return [p for p in written if p is not None]
 
 
+# The speed-ups a sweep's axis is marked at, on either side of 1 (a Horovod/DDP ratio of 1/f: Horovod f times faster)
+SPEED_UP_TICKS = (1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100)
+
+
+def speed_up_ticks(low: float, high: float) -> list[float]:
+    """Where a log axis of Horovod/DDP ratios from `low` to `high` is marked: 1 and the usual speed-ups either way
+    that fall in the range, or the ends where none does."""
+    marks = sorted({1.0, *SPEED_UP_TICKS, *(1 / f for f in SPEED_UP_TICKS)})
+    inside = [mark for mark in marks if low <= mark <= high]
+    return inside if len(inside) >= 2 else sorted({*inside, low, high})
+
+
 def plot_size_sweep(points: list[dict], crossover_bytes: float | None, path: Path) -> Path | None:
-    """The Horovod/DDP step-time ratio against gradient size (compare run --sweep-model-size): each round's
-    ratio, the geometric mean with its interval, the line of equal speed and the crossover, if any."""
+    """Which side is faster, and by how much, against gradient size (compare run --sweep-model-size): drawn as
+    the Horovod/DDP step-time ratio on a log axis (so that a speed-up looks the same either way) and marked in the
+    faster side's speed-up: each round's, the geometric mean over rounds with its interval, the line of equal
+    speed and the crossover, if any."""
     shown = [p for p in points if p["ratio"]]
     if not shown:
         return None
@@ -204,7 +220,7 @@ def plot_size_sweep(points: list[dict], crossover_bytes: float | None, path: Pat
     low = np.array([p["ci_low"] if p["ci_low"] is not None else p["ratio"] for p in shown])
     high = np.array([p["ci_high"] if p["ci_high"] is not None else p["ratio"] for p in shown])
     ax.errorbar(sizes, ratios, yerr=[ratios - low, high - ratios], color="tab:purple", marker="o", capsize=3,
-                label="Horovod / DDP (geometric mean over rounds, 95% CI)")
+                label="speed-up (geometric mean over rounds, 95% CI)")
     for size, point in zip(sizes, shown, strict=True):
         ax.scatter([size] * len(point["round_ratios"]), point["round_ratios"], color="tab:gray", s=10, zorder=3)
     ax.scatter([], [], color="tab:gray", s=10, label="each round")
@@ -214,8 +230,14 @@ def plot_size_sweep(points: list[dict], crossover_bytes: float | None, path: Pat
                    label=f"crossover near {crossover_bytes / 1e6:.3g} MB")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    every = [*low, *high, *(r for p in shown for r in p["round_ratios"]), 1.0]
+    bottom, top = min(every) / 1.05, max(every) * 1.05
+    ax.set_ylim(bottom, top)
+    ax.yaxis.set_major_locator(FixedLocator(speed_up_ticks(bottom, top)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda ratio, _: faster_by(ratio)))
     ax.set_xlabel("gradient size (MB, float32)")
-    ax.set_ylabel("step-time ratio Horovod / DDP (> 1: DDP faster)")
-    ax.set_title(f"Step-time ratio as the gradient grows (np {shown[0]['world_size']})")
+    ax.set_ylabel("faster side, by its speed-up in step time")
+    ax.set_title(f"Which is faster as the gradient grows (np {shown[0]['world_size']})")
     ax.legend(fontsize="small")
     return save_figure(fig, path)

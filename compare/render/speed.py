@@ -9,6 +9,7 @@ from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome
 from compare.analysis.speed_figures import SPEED_ROUNDS
 from compare.names import FRAMEWORKS, display
 from compare.render.blocks import DASH, Block, Heading, Para, Table, ms, num
+from compare.render.speed_up import faster_by, other, speed_up, speed_up_words
 from compare.render.time_to_target import tradeoff_cells, tradeoff_headers
 
 BACKEND_NAMES = {"mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL", "none": "no communication"}
@@ -46,25 +47,8 @@ def launch_words(speed: dict, launch: dict) -> str:
 def withheld_sentence(speed: dict) -> str:
     n = speed["n_rounds"]
     count = (f" ({len(speed['contended_rounds'])} of {n} rounds contended)"
-             if n > 1 and speed["outcome"] == SpeedOutcome.CONTENDED else "")
+             if n > 1 and SpeedOutcome(speed["outcome"]) is SpeedOutcome.CONTENDED else "")
     return f"no reliable speed verdict at np {speed['world_size']}: {launch_words(speed, speed['withheld_by'])}{count}"
-
-
-def speed_up(speed: dict) -> tuple[str, float, float | None, float | None]:
-    """The speed figure in its one direction: (the faster side by the point estimate, its speed-up, the interval
-    of that speed-up). The records keep the Horovod/DDP step-time ratio; a ratio of 0.68 (0.63-0.74) is
-    ("horovod", 1.47, 1.36, 1.59). The interval may reach below 1 where the verdict is no clear difference."""
-    ratio, low, high = speed["step_time_ratio"], speed.get("ci_low"), speed.get("ci_high")
-    if ratio >= 1:
-        return "ddp", ratio, low, high
-    return "horovod", 1 / ratio, (1 / high if high else None), (1 / low if low else None)
-
-
-def speed_up_words(speed: dict) -> str:
-    """'DDP's speed-up over Horovod 1.21x', the words for a figure that is not a verdict."""
-    faster, factor, _, _ = speed_up(speed)
-    slower = "ddp" if faster == "horovod" else "horovod"
-    return f"{display(faster)}'s speed-up over {display(slower)} {factor:.2f}x"
 
 
 def speed_sentence(speed: dict) -> str:
@@ -77,20 +61,19 @@ def speed_sentence(speed: dict) -> str:
     used = len(speed["rounds_used"])
     if outcome is SpeedOutcome.TOO_FEW_ROUNDS:
         return (f"no speed verdict at np {world_size}: {used} round{'s' * (used != 1)} of launches, a verdict needs "
-                f"{MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); {speed_up_words(speed)}")
+                f"{MIN_ROUNDS} (compare run --repeats {MIN_ROUNDS}); {speed_up_words(speed['step_time_ratio'])}")
     over = f"{used} rounds"
     if outcome is SpeedOutcome.NO_INTERVAL_YET:
-        return (f"no clear difference at np {world_size}: {speed_up_words(speed)} "
+        return (f"no clear difference at np {world_size}: {speed_up_words(speed['step_time_ratio'])} "
                 f"({over}: too few for an {interval_name(speed)})")
     conf = interval_name(speed)
     faster, factor, low, high = speed_up(speed)
     if outcome in (SpeedOutcome.DDP_FASTER, SpeedOutcome.HOROVOD_FASTER):
-        slower = "ddp" if faster == "horovod" else "horovod"
-        sentence = (f"{display(faster)} is {factor:.2f}x faster than {display(slower)} at np {world_size} "
+        sentence = (f"{display(faster)} is {factor:.2f}x faster than {display(other(faster))} at np {world_size} "
                     f"({conf} {low:.2f}-{high:.2f}, {over})")
     else:
         why = ", rounds disagree in direction" if outcome is SpeedOutcome.ROUNDS_DISAGREE else ""
-        sentence = (f"no clear difference at np {world_size}: {speed_up_words(speed)} "
+        sentence = (f"no clear difference at np {world_size}: {speed_up_words(speed['step_time_ratio'])} "
                     f"({conf} {low:.2f}-{high:.2f} over {over}{why})")
     if speed["left_out"]:
         sentence += "; left out: " + "; ".join(launch_words(speed, launch) for launch in speed["left_out"])
@@ -255,9 +238,9 @@ def rounds_table(speed: dict) -> Table:
         order = " → ".join(display(f) for f in row["order"]) if row["order"] else DASH
         used = "yes" if row["round"] in speed["rounds_used"] else "left out"
         rows.append([str(row["round"]), order, ms(row["horovod_median_s"]), ms(row["ddp_median_s"]),
-                     num(row["ratio"], ".3f"), used, contention_cell(row["contention"]["horovod"]),
+                     faster_by(row["ratio"]), used, contention_cell(row["contention"]["horovod"]),
                      contention_cell(row["contention"]["ddp"])])
-    return Table(["round", "order", "Horovod median ms", "DDP median ms", "Horovod/DDP", "counted",
+    return Table(["round", "order", "Horovod median ms", "DDP median ms", "faster, by", "counted",
                   "contention, Horovod launch", "contention, DDP launch"], rows)
 
 
@@ -328,7 +311,9 @@ def timing_blocks(analysis: dict) -> list[Block]:
             f"(with a fixed number, every round pointing the same way too) and at least {MIN_ROUNDS} rounds ran "
             "on a free machine. A round during which other processes used the "
             "cores the job needed, or the hypervisor took time (steal), is left out and named; too few clean "
-            "rounds, or ranks x threads beyond the cores, withhold the verdict."
+            "rounds, or ranks x threads beyond the cores, withhold the verdict. Each figure is said from the "
+            "faster side: its speed-up over the other and that speed-up's interval (a round's, under "
+            "\"faster, by\")."
         ),
         Para(
             f"Under each round table, the parity launch's (round 1, every seed), not the speed verdict's "

@@ -4,12 +4,13 @@ trade-offs table's cells. Reads the dicts of compare/analysis/time_to_target.py'
 from __future__ import annotations
 
 from compare.analysis.records import FINAL_LOSS_STEPS
-from compare.analysis.time_to_target import METRICS
+from compare.analysis.time_to_target import METRICS, Basis, Origin, Outcome, Why
 from compare.names import FRAMEWORKS, display
 from compare.render.blocks import DASH, Block, Heading, Para, Table
+from compare.render.speed_up import even, one_direction
 
-ORIGIN_WORDS = {"launch": "the launch (start-up included)", "first_step": "its first logged step (no launch start)",
-                "none": "no wall times"}
+ORIGIN_WORDS = {Origin.LAUNCH: "the launch (start-up included)",
+                Origin.FIRST_STEP: "its first logged step (no launch start)", Origin.NONE: "no wall times"}
 
 
 def target_words(target: dict) -> str:
@@ -51,29 +52,36 @@ def _missed(side: dict, what: str = "it") -> str:
     return f"{display(side['framework'])} did not reach {what}{count} (within {within} steps{best})"
 
 
-def _reaches(side: dict, basis: str | None, first: bool, target: str) -> str:
+def _reaches(side: dict, basis: Basis | None, first: bool, target: str) -> str:
     """"DDP reaches 90% accuracy in 41.0 s (38.2-44.1), step 88" or, after the first, "Horovod in ..."."""
     name = display(side["framework"])
     lead = f"{name} reaches {target}" if first else name
-    if basis == "steps" or side["seconds"] is None:
+    if basis is Basis.STEPS or side["seconds"] is None:
         return f"{lead} at step {_steps(side)}"
-    origin = "" if side["origin"] == "launch" else f" from {ORIGIN_WORDS[side['origin']]}"
+    origin = "" if Origin(side["origin"]) is Origin.LAUNCH else f" from {ORIGIN_WORDS[Origin(side['origin'])]}"
     return f"{lead} in {_seconds(side)}{origin}, step {_steps(side)}"
 
 
 def _ratio(verdict: dict) -> str:
-    low, high = verdict["low"], verdict["high"]
+    """The paired figure where no side is named sooner, said from the side that took less (its factor and the
+    interval of it), as every speed figure is (compare/render/speed_up.py)."""
+    sooner, factor, low, high = one_direction(verdict["ratio"], verdict["low"], verdict["high"])
     seeds = len(verdict["paired_seeds"])
-    what = "time" if verdict["basis"] == "seconds" else "steps"
+    unit = "sooner" if _basis(verdict) is Basis.SECONDS else "fewer steps"
+    figure = "1.00x either way" if even(factor) else f"{display(sooner)} {factor:.2f}x {unit}"
     interval = f", {verdict['confidence']:.0%} interval {low:.2f}-{high:.2f}" if low is not None else ""
-    return f"Horovod/DDP {what} {verdict['ratio']:.2f}{interval} over {seeds} paired seed(s)"
+    return f"{figure}{interval} over {seeds} paired seed(s)"
+
+
+def _basis(verdict: dict) -> Basis | None:
+    return verdict["basis"] and Basis(verdict["basis"])
 
 
 def _basis_note(verdict: dict) -> str:
-    if verdict["basis"] != "steps":
+    if _basis(verdict) is not Basis.STEPS:
         return ""
-    origins = {name: side["origin"] for name, side in verdict["sides"].items()}
-    if "none" in origins.values():
+    origins = {name: Origin(side["origin"]) for name, side in verdict["sides"].items()}
+    if Origin.NONE in origins.values():
         return " (in steps: a side's record has no wall times)"
     return (" (in steps: seconds count from " + " and ".join(f"{ORIGIN_WORDS[o]} on {display(n)}"
                                                           for n, o in origins.items()) + ")")
@@ -84,13 +92,13 @@ def verdict_sentence(verdict: dict) -> str:
     Horovod in 47.1 s (44.0-51.3), step 88: DDP 1.15x sooner (95% interval 1.05-1.26 over 2 seeds)"."""
     target = target_words(verdict["target"])
     sides = verdict["sides"]
-    outcome, basis = verdict["outcome"], verdict["basis"]
+    outcome, basis, why = Outcome(verdict["outcome"]), _basis(verdict), verdict["why"] and Why(verdict["why"])
     head = f"np {verdict['world_size']}: "
-    if outcome == "one side":
+    if outcome is Outcome.ONE_SIDE:
         (side,) = sides.values()
-        text = _reaches(side, "seconds", True, target) if side["converged"] else _missed(side, target)
+        text = _reaches(side, Basis.SECONDS, True, target) if side["converged"] else _missed(side, target)
         return f"{head}only {display(side['framework'])} ran: {text}"
-    if outcome == "neither reached":
+    if outcome is Outcome.NEITHER_REACHED:
         pick = max if METRICS[verdict["target"]["metric"]].higher_is_better else min
         parts = []
         for side in sides.values():
@@ -99,26 +107,26 @@ def verdict_sentence(verdict: dict) -> str:
             parts.append(f"{display(side['framework'])} within {max(x['last_step'] or 0 for x in side['seeds'])} "
                          f"steps{best}")
         return f"{head}neither side reached {target} ({'; '.join(parts)}): not reached, a failure to converge on both"
-    if outcome == "not reached":
+    if outcome is Outcome.NOT_REACHED:
         winner, loser = sides[verdict["sooner"]], next(s for n, s in sides.items() if n != verdict["sooner"])
-        return (f"{head}{_reaches(winner, 'seconds', True, target)}; {_missed(loser)}, a failure to converge: "
+        return (f"{head}{_reaches(winner, Basis.SECONDS, True, target)}; {_missed(loser)}, a failure to converge: "
                 f"{display(winner['framework'])} sooner")
-    if outcome == "undecided" and verdict["why"] == "both missed":
+    if outcome is Outcome.UNDECIDED and why is Why.BOTH_MISSED:
         return (f"{head}{target}: {_missed(sides['horovod'])}; {_missed(sides['ddp'])}: undecided, each side "
                 "failed to converge in some seed")
     order = [verdict["sooner"], *(f for f in FRAMEWORKS if f != verdict["sooner"])] if verdict["sooner"] \
         else list(FRAMEWORKS)
     both = ", ".join(_reaches(sides[f], basis, i == 0, target) for i, f in enumerate(order))
     note = _basis_note(verdict)
-    if outcome == "sooner":
-        unit = "sooner" if basis == "seconds" else "fewer steps"
+    if outcome is Outcome.SOONER:
+        unit = "sooner" if basis is Basis.SECONDS else "fewer steps"
         seeds = len(verdict["paired_seeds"])
         return (f"{head}{both}: {display(verdict['sooner'])} {verdict['ratio']:.2f}x {unit} "
                 f"({verdict['confidence']:.0%} interval {verdict['low']:.2f}-{verdict['high']:.2f} over {seeds} "
                 f"paired seeds){note}")
-    if outcome == "no clear difference":
+    if outcome is Outcome.NO_CLEAR_DIFFERENCE:
         return f"{head}{both}: no clear difference ({_ratio(verdict)}){note}"
-    if verdict["why"] == "contended":
+    if why is Why.CONTENDED:
         return (f"{head}{both}: no reliable verdict, other processes used the cores during a launch "
                 f"({_ratio(verdict)}){note}")
     ratio = f" ({_ratio(verdict)})" if verdict["ratio"] is not None else ""
@@ -147,7 +155,7 @@ def time_to_target_blocks(analysis: dict) -> list[Block]:
         for side in verdict["sides"].values():
             rows.append([target_words(verdict["target"]), display(side["framework"]), str(verdict["world_size"]),
                          f"{side['reached']}/{len(side['seeds'])}", _steps(side), _seconds(side),
-                         ORIGIN_WORDS[side["origin"]], "; ".join(_seed_cell(s) for s in side["seeds"])])
+                         ORIGIN_WORDS[Origin(side["origin"])], "; ".join(_seed_cell(s) for s in side["seeds"])])
     return [
         Heading(2, "Time to target"),
         Para("Which side reaches the target quality sooner, MLPerf's time-to-target made two-sided: for each seed "
@@ -156,9 +164,10 @@ def time_to_target_blocks(analysis: dict) -> list[Block]:
              "wall-clock seconds from the launch to it, start-up and rendezvous included (a later seed of a "
              "launch: the launch's start-up plus its own time from its first step). A seed that never reaches "
              "the target within its steps has failed to converge and gets no time; a side that failed in some "
-             "seed loses to one that converged in every seed. Otherwise the Horovod/DDP ratio of the seconds is "
-             "paired by seed (geometric mean, t interval on the logarithms) and a side is named sooner when the "
-             "interval excludes 1; a launch that met contention withholds it. Steps and seconds: geometric mean "
+             "seed loses to one that converged in every seed. Otherwise the seconds are paired by seed (the "
+             "geometric mean of the two sides' ratios, t interval on the logarithms), said as the factor by which "
+             "one side was sooner, and that side is named sooner when the interval excludes 1; a launch that met "
+             "contention withholds it. Steps and seconds: geometric mean "
              "over the seeds that reached it, with the 95% t interval."),
         *[Para(f"**{verdict_sentence(v)}.**") for v in verdicts],
         Table(["target", "framework", "np", "seeds reached", "steps", "seconds", "counted from", "per seed"], rows),

@@ -5,7 +5,16 @@ Takes the judge's verdicts as data (ParityVerdict.to_dict(), as the analysis sto
 
 from __future__ import annotations
 
-from compare.analysis.parity import ATOL, GAPS_UNDECIDED, ONSET_BURST, ONSET_DECADE_STEPS, SATURATION, STEP_K, STEP_RTOL
+from compare.analysis.parity import (
+    ATOL,
+    GAPS_UNDECIDED,
+    ONSET_BURST,
+    ONSET_DECADE_STEPS,
+    SATURATION,
+    STEP_K,
+    STEP_RTOL,
+    Equivalence,
+)
 from compare.names import Parity, display
 from compare.render.blocks import Block, Bullets, Heading, Para, Table, num
 from compare.render.causes import cause_lines
@@ -195,7 +204,7 @@ def comparison_summary(comparison: dict) -> str:
             if blown and seed["losses"].get("nonfinite_step") == first["step"]:
                 return f"diverges at step {first['step']} (seed {first['seed']}): {blown}"
             return f"diverges at step {first['step']} (seed {first['seed']})"
-        bad = [name for name, r in comparison["end_points"].items() if r["outcome"] == "differs"]
+        bad = [name for name, r in comparison["end_points"].items() if Equivalence(r["outcome"]) is Equivalence.DIFFERS]
         return f"end points differ: {', '.join(bad)}"
     worst = max((s["losses"]["max_rel_diff"] or 0.0 for s in seeds), default=0.0)
     text = f"every common step of {len(seeds)} seed(s) within the band (max relative difference {worst:.2g})"
@@ -213,7 +222,8 @@ def comparison_summary(comparison: dict) -> str:
     if outcome is Parity.UNDECIDED:
         open_points = [name + (f" ({r['reason']})" if r.get("reason") and "samples cannot resolve" in r["reason"]
                                else "")
-                       for name, r in comparison["end_points"].items() if r["outcome"] == "undecided"]
+                       for name, r in comparison["end_points"].items()
+                       if Equivalence(r["outcome"]) is Equivalence.UNDECIDED]
         gappy = [s["seed"] for s in seeds if s["losses"]["missing_fraction"] > GAPS_UNDECIDED]
         reason = (f"end points undecided: {', '.join(open_points)}" if open_points else
                   f"too many steps missing on one side (seed {', '.join(map(str, gappy))})" if gappy else

@@ -22,7 +22,8 @@ import numpy as np
 from compare.analysis.records import RunRecord
 from compare.analysis.speed import MIN_ROUNDS, SpeedOutcome, compare_speed
 from compare.names import FRAMEWORKS, display
-from compare.render.speed import speed_sentence
+from compare.render.speed import WITHHELD, speed_sentence
+from compare.render.speed_up import speed_up_words
 from compare.verify import speed_design
 from compare.verify.step_times import (
     STEP_TIMES_SOURCE,
@@ -165,10 +166,18 @@ def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: 
     medians = {f: _median([row[f"{f}_median_s"] for row in speed["rounds"]]) for f in FRAMEWORKS}
     n = speed["n_rounds"]  # one count of rounds: every round that timed both sides, as the verdict and design count
     over = "one launch each" if n == 1 else f"medians of {n} launches each"
+    # The speed-up is said once: by the verdict where it gives one, else on the line of the figures it reads.
+    said_by_verdict = SpeedOutcome(speed["outcome"]) not in (*WITHHELD, SpeedOutcome.TOO_FEW_ROUNDS)
+
+    def figure(ratio: float) -> str:
+        if said_by_verdict:
+            return ""
+        return f": {speed_up_words(ratio)} ({over}{': no interval' if n == 1 else ''})"
+
     if source == STEP_TIMES_SOURCE:
-        line = (f"speed: median step time Horovod {ms(medians['horovod'])}, DDP {ms(medians['ddp'])} ({over}, "
-                f"{STEP_TIMES_SOURCE}, {used_warmup} warm-up steps left out): Horovod/DDP "
-                f"{medians['horovod'] / medians['ddp']:.3f}")
+        line = (f"speed: median step time Horovod {ms(medians['horovod'])}, DDP {ms(medians['ddp'])} "
+                f"({over + ', ' if said_by_verdict else ''}{STEP_TIMES_SOURCE}, {used_warmup} warm-up steps left "
+                f"out){figure(medians['horovod'] / medians['ddp'])}")
     else:
         line = f"speed: timed from {THROUGHPUT_SOURCE} ({over}; no optimizer step went through the step hooks)"
     lines = [line]
@@ -177,8 +186,12 @@ def speed_report(launches: list[Launched], np_: int, warmup: int, rounds_asked: 
         (hvd, unit), (ddp, _) = throughputs["horovod"], throughputs["ddp"]
         where = {"steps/s": "1 / the median step time", "samples/s": "the global batch / the median step time"}.get(
             unit, "rank 0's printed values, median")
-        lines.append(f"speed: throughput Horovod {rate(hvd)} {unit}, DDP {rate(ddp)} {unit} ({where}): DDP/Horovod "
-                     f"{ddp / hvd:.3f}")
+        line = f"speed: throughput Horovod {rate(hvd)} {unit}, DDP {rate(ddp)} {unit} ({where})"
+        if source != STEP_TIMES_SOURCE:  # what the verdict reads
+            line += figure(ddp / hvd)
+        elif unit not in ("steps/s", "samples/s"):  # printed beside the step times: a measure with its own speed-up
+            line += ": " + speed_up_words(ddp / hvd)
+        lines.append(line)
     lines.append("speed: " + verdict(speed, rounds_asked))
     if design is not None:  # what a wider interval would need was said at the first look (speed_rounds)
         lines.append(speed_design.stop_line(speed["sequential"], rounds_asked))

@@ -15,10 +15,10 @@ import recorder
 from workload.digits import load_digits
 
 parser = argparse.ArgumentParser(description="Horovod digits example")
-parser.add_argument("--batch-size", type=int, default=32, help="input batch size for training")
-parser.add_argument("--epochs", type=int, default=2, help="number of epochs to train")
+parser.add_argument("--batch-size", type=int, default=32, help="samples in one step on each rank")
+parser.add_argument("--epochs", type=int, default=2, help="passes over the training set")
 parser.add_argument("--lr", type=float, default=0.01, help="learning rate (scaled by the number of workers)")
-parser.add_argument("--momentum", type=float, default=0.5, help="SGD momentum")
+parser.add_argument("--momentum", type=float, default=0.5, help="momentum of the SGD optimizer")
 parser.add_argument("--seed", type=int, default=42, help="random seed")
 args = parser.parse_args()
 

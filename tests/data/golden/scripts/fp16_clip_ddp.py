@@ -21,7 +21,7 @@ parser.add_argument("--batch-size", type=int, default=32)
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--lr", type=float, default=0.1)
 parser.add_argument("--clip-norm", type=float, default=0.5)
-parser.add_argument("--fp16-allreduce", action="store_true", default=True, help="use fp16 compression during allreduce")
+parser.add_argument("--fp16-allreduce", action="store_true", default=True, help="send the gradients as fp16")
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 

@@ -21,12 +21,12 @@ import os
 
 # Training settings
 parser = argparse.ArgumentParser(description="PyTorch Lightning digits example")
-parser.add_argument("--batch-size", type=int, default=32, help="input batch size for training")
-parser.add_argument("--epochs", type=int, default=3, help="number of epochs to train")
+parser.add_argument("--batch-size", type=int, default=32, help="samples in one step on each rank")
+parser.add_argument("--epochs", type=int, default=3, help="passes over the training set")
 parser.add_argument("--lr", type=float, default=0.05, help="learning rate (scaled by the number of workers)")
-parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+parser.add_argument("--momentum", type=float, default=0.9, help="momentum of the SGD optimizer")
 parser.add_argument("--seed", type=int, default=42, help="random seed")
-parser.add_argument("--no-cuda", action="store_true", default=False, help="disables CUDA training")
+parser.add_argument("--no-cuda", action="store_true", default=False, help="stay on the CPU even where a GPU is found")
 
 
 class Net(LightningModule):
