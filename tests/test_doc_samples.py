@@ -298,9 +298,6 @@ COMPUTED_ELSEWHERE = {
     # scripts/speed_error_rates.py's simulated rates, which tests/test_speed_simulation.py holds the page to
     ("docs/benchmarks.md", "| design | true Horovod/DDP | outcome | simulated rate (95% interval) | stated | rounds"),
 }
-# Measured tables still written by hand, from runs that scripts/readme_samples.py does not make yet: none left.
-# Each would be the page and the table's first line; the set may only shrink.
-NOT_YET_SAMPLES: set[tuple[str, str]] = set()
 
 
 def doc_pages() -> list[Path]:
@@ -347,7 +344,7 @@ def test_every_block_of_output_in_the_docs_is_a_generated_sample():
         for offence in output_offences(page.read_text(encoding="utf-8")):
             first_line = offence.split(": ", 2)[-1]
             if not any(relative == known_page and first_line.startswith(known[:80])
-                       for known_page, known in NOT_YET_SAMPLES | COMPUTED_ELSEWHERE):
+                       for known_page, known in COMPUTED_ELSEWHERE):
                 offences.append(f"{relative} {offence}")
     assert not offences, "output in the docs that no command made here:\n" + "\n".join(offences)
 

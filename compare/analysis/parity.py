@@ -49,24 +49,22 @@ CHAOS_SAFETY = 100.0
 """How far above a calibration pair's divergence the compared pair may be. The calibration pair differs
 once, by one ulp of the initial weights; two frameworks differ by a rounding in every step's reduction, so
 their gap may grow from a larger start, and another seed may enter its fast-growing phase a few steps
-earlier. Measured here (docs/parity.md): Horovod vs DDP at np 4 stays within 1.6x of the one-ulp pair
-(mlp, 192 steps; digits, 66 steps); a 5% learning-rate change exceeds the band at its first step."""
+earlier. How much room it leaves on every built-in workload and world size: docs/parity.md, the table under
+this name (made by scripts/parity_headroom.py)."""
 
 DEFAULT_DECADE_STEPS = 60
 """The default band without a calibration pair: the floor for the first STEP_K steps, then growing tenfold
-every DEFAULT_DECADE_STEPS steps. Measured: a one-ulp perturbation grows about tenfold every 60-100 steps
-on mlp and digits (SGD, momentum 0.9); the default takes the faster."""
+every DEFAULT_DECADE_STEPS steps. Where it covers the one-ulp pairs measured here (mlp and lm) and where it
+does not (resnet, digits at np 1 and 4, a digits seed at np 2): docs/parity.md, the table under this name."""
 
 UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
 """Half the distance between 1 and the next number: bfloat16 keeps 8 significant bits, float16 11."""
 
 PRECISION_FACTOR = 0.5
 """The default band's floor in reduced precision (autocast, fp16 gradient compression) without a calibration:
-this times the format's unit roundoff (bf16: 2.0e-3, fp16: 2.4e-4). Measured here (docs/parity.md): under
-bf16 autocast a one-ulp pair of one process parts by 8.2e-4 by step 20 and 2.3e-3 by step 41 (digits; mlp
-8.1e-5 and 2.8e-3 by step 60), against 1e-7 in float32: 1.9x below the band at digits' step 41, 3.3x at
-mlp's step 60 (0.25 failed the digits pair at step 41). A 5% learning-rate change from step 40 still exceeds
-it within 5 steps (mlp: 7.1e-3 at step 45 against 5.1e-3)."""
+this times the format's unit roundoff (bf16: 2.0e-3, fp16: 2.4e-4). Under bf16 autocast a one-ulp pair of
+one process parts by about 1e-3 within 20-40 steps, against 1e-7 in float32; how close it comes to this floor,
+and when a 5% learning-rate change exceeds it: docs/parity.md, "The precision floors"."""
 
 
 def precision_floor(formats: set[str]) -> tuple[float, str] | None:
