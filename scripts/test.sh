@@ -2,7 +2,8 @@
 # The test suite in three stages (make test):
 #   1. the tests that start no launcher, in parallel on every core (pytest-xdist);
 #   2. the launch tests whose outcome does not depend on the machine being idle, two test files at a time
-#      (--dist loadfile keeps a file's module-scoped launches in one worker, so each runs once): about 1.4x
+#      (--dist loadfile keeps a file's module-scoped launches in one worker, so each runs once; the longest files
+#      first, tests/conftest.py LAUNCH_SECONDS, so that neither worker is left alone with a long one): about 1.4x
 #      faster than one at a time on 2 cores, the launches being CPU-bound. LAUNCH_WORKERS=1 runs them one at
 #      a time (or more workers on a bigger machine);
 #   3. the launch tests marked `serial` (speed verdicts, contention, the A/A twin), one at a time.
@@ -33,7 +34,7 @@ stage "no launches (-n $workers)" -m "not slow and not campaign" -n "$workers" "
 yield_mpi=${OMPI_MCA_mpi_yield_when_idle:-1}
 if [ "$launch_workers" -gt 1 ]; then
     OMPI_MCA_mpi_yield_when_idle=$yield_mpi stage "launches (-n $launch_workers, by file)" \
-        -m "slow and not serial and not campaign" -n "$launch_workers" --dist loadfile "$@"
+        -m "slow and not serial and not campaign" -n "$launch_workers" --dist loadfile --no-loadscope-reorder "$@"
 else
     OMPI_MCA_mpi_yield_when_idle=$yield_mpi stage "launches" -m "slow and not serial and not campaign" "$@"
 fi
