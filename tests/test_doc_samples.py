@@ -183,12 +183,18 @@ def test_the_faults_sample_is_what_the_renderer_makes_of_its_record():
 def test_the_soak_sample_is_what_the_script_renders_from_its_record():
     """The soak launches a job per launcher and scenario: its summary is rendered again from the soak.json
     stored with the sample."""
-    soak = script_module("soak")
-    shown = said_when("soak")
-    document = json.loads((STORE / "soak" / "results" / "soak" / "soak.json").read_text())
-    printed = [*soak.render_markdown(document).rstrip("\n").split("\n"), "",
-               "soak: results/soak/soak.md  (also soak.json, job logs in results/soak/jobs)"]
-    assert shown == printed, "the soak sample is not what scripts/soak.py prints for its record: make samples"
+    rendered_again("soak", "soak", "results/soak/soak.json",
+                   "soak: results/soak/soak.md  (also soak.json, job logs in results/soak/jobs)")
+
+
+def rendered_again(name: str, script: str, record: str, closing: str) -> dict:
+    """A sample of scripts/SCRIPT.py, whose launches write RECORD: its render_markdown of the stored record, then
+    the script's closing line, must be the sample's lines. Returns the record."""
+    document = json.loads((STORE / name / record).read_text())
+    printed = [*script_module(script).render_markdown(document).rstrip("\n").split("\n"), "", closing]
+    assert said_when(name) == printed, f"the {name} sample is not what scripts/{script}.py prints for its record: " \
+                                       "make samples"
+    return document
 
 
 def test_the_parity_tables_come_from_one_whole_campaign():
@@ -218,11 +224,8 @@ def test_the_setup_sample_is_what_the_script_renders_from_its_record():
     """The set-up times come from two real set-ups (minutes each): rendered again from the setup-times.json stored
     with the sample, every step the set-up timed in its row."""
     setup_times = script_module("setup_times")
-    shown = said_when("setup")
-    document = json.loads((STORE / "setup" / "results" / "setup-times" / "setup-times.json").read_text())
-    printed = [*setup_times.render_markdown(document).rstrip("\n").split("\n"), "",
-               "set-up times: results/setup-times/setup-times.json  (logs: first.log, again.log)"]
-    assert shown == printed, "the setup sample is not what scripts/setup_times.py prints for its record: make samples"
+    document = rendered_again("setup", "setup_times", "results/setup-times/setup-times.json",
+                              "set-up times: results/setup-times/setup-times.json  (logs: first.log, again.log)")
     assert all(run["exit"] == 0 for run in document["set_ups"])
     for run in document["set_ups"]:  # each timed step falls in one row, and the rows add up to the set-up's all
         named = [name for _, name in run["steps"] if name != "all"]
